@@ -1,0 +1,203 @@
+"""One relay direction (e.g. low -> high): envelopes, eager payloads and pipelined chunks.
+
+Each direction runs in its own thread and touches only its source link for receiving and its
+destination link for sending, so the two directions proceed at the same time (full duplex).
+
+Rule 1: envelopes are handled strictly in arrival order and forwarded at once, so MPI's
+        per-sender order is kept end to end (the receiver matches in envelope order).
+Rule 2: a large message is moved in chunks through a fixed pool of buffers: receiving chunk
+        k+1 overlaps sending chunk k, and memory stays bounded whatever the message size.
+        A destination that does not drain holds at most `depth` buffers of the pool.
+Rule 3: payloads are opaque bytes: only the envelope in front is read (and its xfer rewritten).
+Rule 4: nothing blocks inside MPI: the loop polls with back-off so an idle forwarder leaves
+        the CPU to the ranks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from mpi4py import MPI
+
+from mmpi import protocol as P
+from mmpi._backoff import Backoff
+from mmpi.errors import ProtocolError
+
+_BYTE = MPI.BYTE
+
+
+@dataclass(eq=False)
+class Link:
+    """The forwarder's side of one cluster: control and data intercommunicators."""
+
+    cluster: str
+    ctrl: MPI.Intercomm
+    data: MPI.Intercomm
+    size: int
+    offset: int  # virtual rank of the cluster's local rank 0
+
+
+@dataclass(eq=False)
+class _Transfer:
+    """A large message on its way through: chunks received from src, sent on to dst."""
+
+    src: int
+    in_tag: int
+    dst: int
+    out_tag: int
+    nbytes: int
+    chunk: int
+    next: int = 0  # offset of the next chunk to receive
+    recvs: deque = field(default_factory=deque)  # (request, buffer, length), in chunk order
+    sends: deque = field(default_factory=deque)  # (request, buffer)
+
+
+class Relay(threading.Thread):
+    """Relays everything that `src` sends across to `dst`."""
+
+    def __init__(self, src: Link, dst: Link, *, chunk: int, pool: int, depth: int,
+                 eager_budget: int, on_error) -> None:
+        super().__init__(name=f"relay-{src.cluster}->{dst.cluster}", daemon=True)
+        self.src, self.dst = src, dst
+        self.chunk, self.depth, self.eager_budget = chunk, depth, eager_budget
+        self._pool_max = pool
+        self._pool: list[bytearray] = []
+        self._allocated = 0
+        self._transfers: list[_Transfer] = []
+        self._inflight: list[MPI.Request] = []
+        self._inflight_bufs: list[bytearray] = []
+        self._inflight_bytes = 0
+        self._xfer = [0] * dst.size
+        self._byes = 0
+        self._on_error = on_error
+        self.messages = 0
+        self.bytes = 0
+
+    @property
+    def name_short(self) -> str:
+        """E.g. 'low->high'."""
+        return f"{self.src.cluster}->{self.dst.cluster}"
+
+    def run(self) -> None:
+        """Relay until every source rank has said BYE and everything is delivered."""
+        try:
+            self._loop()
+        except BaseException as exc:  # a relay that dies must take the job down, not hang it
+            self._on_error(self, exc)
+
+    def _loop(self) -> None:
+        st = MPI.Status()
+        ctrl = self.src.ctrl
+        busy = Backoff()
+        while self._byes < self.src.size or self._transfers or self._inflight:
+            did = False
+            for _ in range(64):
+                if self._inflight_bytes > self.eager_budget:
+                    break  # backpressure: let the senders wait in MPI until we drain
+                msg = ctrl.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+                if msg is None:
+                    break
+                self._on_message(msg, st.Get_source(), st.Get_tag(), st.Get_count(_BYTE))
+                did = True
+            if self._transfers and self._advance():
+                did = True
+            if self._inflight and self._reap():
+                did = True
+            if did:
+                busy.reset()
+            else:
+                busy.idle()
+
+    # -- envelopes ----------------------------------------------------------------------
+    def _on_message(self, msg: MPI.Message, source: int, tag: int, count: int) -> None:
+        buf = bytearray(count)
+        msg.Recv([buf, _BYTE])
+        if tag == P.T_EAGER:
+            local = self._dst_local(P.dst_of(buf), source)
+            self._inflight.append(self.dst.ctrl.Isend([buf, _BYTE], local, P.T_EAGER))
+            self._inflight_bufs.append(buf)
+            self._inflight_bytes += count
+            self.messages += 1
+            self.bytes += count - P.ENVELOPE_SIZE
+        elif tag == P.T_LARGE:
+            env = P.unpack(buf)
+            local = self._dst_local(env.dst, source)
+            if not 0 < env.chunk <= self.chunk:
+                raise ProtocolError(
+                    f"rank {self.src.offset + source} sent chunks of {env.chunk} bytes; "
+                    f"this forwarder takes at most {self.chunk}"
+                )
+            self._xfer[local] = self._xfer[local] % P.MAX_XFER + 1
+            out_tag = self._xfer[local]
+            P.with_xfer(buf, out_tag)
+            # The envelope goes on at once so the receiver can post its chunk receives early.
+            self._inflight.append(self.dst.ctrl.Isend([buf, _BYTE], local, P.T_LARGE))
+            self._inflight_bufs.append(buf)
+            self._inflight_bytes += count
+            self._transfers.append(
+                _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
+            )
+            self.messages += 1
+            self.bytes += env.nbytes
+        elif tag == P.T_BYE:
+            self._byes += 1
+        else:
+            raise ProtocolError(
+                f"rank {self.src.offset + source} of cluster {self.src.cluster!r} "
+                f"sent unknown control tag {tag}"
+            )
+
+    def _dst_local(self, dst: int, source: int) -> int:
+        local = dst - self.dst.offset
+        if not 0 <= local < self.dst.size:
+            raise ProtocolError(
+                f"rank {self.src.offset + source} of cluster {self.src.cluster!r} addressed "
+                f"rank {dst}, which is not in cluster {self.dst.cluster!r}"
+            )
+        return local
+
+    # -- large transfers ----------------------------------------------------------------
+    def _buffer(self) -> bytearray | None:
+        if self._pool:
+            return self._pool.pop()
+        if self._allocated < self._pool_max:
+            self._allocated += 1
+            return bytearray(self.chunk)
+        return None
+
+    def _advance(self) -> bool:
+        did = False
+        src_data, dst_data = self.src.data, self.dst.data
+        for t in self._transfers:
+            while t.sends and t.sends[0][0].Test():
+                self._pool.append(t.sends.popleft()[1])
+                did = True
+            while t.recvs and t.recvs[0][0].Test():
+                _, buf, n = t.recvs.popleft()
+                t.sends.append((dst_data.Isend([buf, n, _BYTE], t.dst, t.out_tag), buf))
+                did = True
+            while t.next < t.nbytes and len(t.recvs) + len(t.sends) < self.depth:
+                buf = self._buffer()
+                if buf is None:
+                    break
+                n = min(t.chunk, t.nbytes - t.next)
+                t.recvs.append((src_data.Irecv([buf, n, _BYTE], t.src, t.in_tag), buf, n))
+                t.next += n
+                did = True
+        if did:
+            self._transfers = [
+                t for t in self._transfers if t.next < t.nbytes or t.recvs or t.sends
+            ]
+        return did
+
+    def _reap(self) -> bool:
+        done = MPI.Request.Testsome(self._inflight)
+        if not done:
+            return False
+        for i in sorted(done, reverse=True):
+            self._inflight_bytes -= len(self._inflight_bufs[i])
+            del self._inflight[i]
+            del self._inflight_bufs[i]
+        return True

@@ -1,0 +1,40 @@
+"""`mmpi-forwarder`: command-line entry of the forwarder daemon (run as an MPI job of 1)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from mmpi import _rendezvous as R
+from mmpi.errors import MMPIError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, run one forwarder, map errors to exit codes."""
+    ap = argparse.ArgumentParser(prog="mmpi-forwarder", description=__doc__)
+    ap.add_argument("--rendezvous", default=os.environ.get(R.ENV_RENDEZVOUS),
+                    help="the job's private rendezvous directory (set by mmpi-run)")
+    ap.add_argument("--index", type=int, default=0, help="forwarder number within the job")
+    ap.add_argument("--connect-timeout", type=float, default=60.0,
+                    help="seconds to wait for both clusters to connect")
+    ap.add_argument("--chunk", type=int, default=None, help="chunk size of large messages")
+    args = ap.parse_args(argv)
+    if not args.rendezvous:
+        ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")
+    from .daemon import DEFAULT_CHUNK, Forwarder
+
+    chunk = args.chunk or int(os.environ.get("MMPI_CHUNK", DEFAULT_CHUNK))
+    try:
+        return Forwarder(args.rendezvous, index=args.index,
+                         connect_timeout=args.connect_timeout, chunk=chunk).run()
+    except MMPIError as exc:
+        print(f"mmpi-forwarder[{args.index}]: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""The forwarder daemon: open a port per cluster, admit both, hand out the layout, relay, stop.
+
+One `Open_port` per cluster, admitted one after the other: two clusters connecting to one
+shared port at the same instant can crash MPICH inside `Comm_accept` (see the MPI probe notes).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from mpi4py import MPI
+
+from mmpi import _rendezvous as R
+from mmpi import protocol as P
+from mmpi._backoff import Backoff
+from mmpi._topology import Layout
+from mmpi.errors import BridgeError
+
+from ._relay import Link, Relay
+
+DEFAULT_CHUNK = 1 << 20
+DEFAULT_EAGER_MAX = 32 << 10
+
+
+class Forwarder:
+    """One forwarder: `run()` admits the clusters, relays until both say BYE, then closes."""
+
+    def __init__(self, rendezvous: str | Path, *, index: int = 0, connect_timeout: float = 60.0,
+                 chunk: int = DEFAULT_CHUNK, pool_chunks: int = 16, depth: int = 8,
+                 eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
+                 log=None) -> None:
+        self.rendezvous = Path(rendezvous)
+        self.index = index
+        self.connect_timeout = connect_timeout
+        self.chunk = chunk
+        self.pool_chunks = pool_chunks
+        self.depth = depth
+        self.eager_max = eager_max
+        self.eager_budget = eager_budget
+        self.log = log or (lambda msg: print(f"mmpi-forwarder[{index}]: {msg}", flush=True))
+        self.links: dict[str, Link] = {}
+        self.relays: list[Relay] = []
+        self._admitted = threading.Event()
+        self._failure: BaseException | None = None
+
+    # -- start-up -------------------------------------------------------------------------
+    def _watchdog(self) -> None:
+        if not self._admitted.wait(self.connect_timeout):
+            missing = [c for c in R.CLUSTERS if c not in self.links]
+            print(f"mmpi-forwarder[{self.index}]: cluster(s) {', '.join(missing)} did not "
+                  f"connect within {self.connect_timeout:g} s; giving up", file=sys.stderr,
+                  flush=True)
+            os._exit(2)  # Comm_accept cannot be interrupted any other way
+
+    def _admit(self, cluster: str, port: str) -> Link:
+        ctrl = MPI.COMM_SELF.Accept(port, MPI.INFO_NULL, 0)
+        data = ctrl.Dup()
+        st = MPI.Status()
+        backoff = Backoff(spin=1e-3, max_sleep=5e-3)
+        while (msg := ctrl.Improbe(0, P.T_HELLO, st)) is None:
+            backoff.idle()
+        buf = bytearray(st.Get_count(MPI.BYTE))
+        msg.Recv([buf, MPI.BYTE])
+        hello = P.decode_control(buf, ("secret", "cluster", "size"))
+        secret = (self.rendezvous / R.SECRET_FILE).read_text().strip()
+        if hello["secret"] != secret or hello["cluster"] != cluster:
+            raise BridgeError(
+                f"a process connected to the {cluster!r} port without this job's secret "
+                f"(claims cluster {hello['cluster']!r}); refusing it"
+            )
+        size = ctrl.Get_remote_size()
+        if hello["size"] != size:
+            raise BridgeError(f"cluster {cluster!r} says it has {hello['size']} ranks, "
+                              f"the link has {size}")
+        return Link(cluster, ctrl, data, size, 0)
+
+    def _start(self) -> Layout:
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            raise BridgeError("the forwarder needs MPI_THREAD_MULTIPLE for its relay threads, "
+                              f"this MPI gives level {MPI.Query_thread()}")
+        ports = {c: MPI.Open_port() for c in R.CLUSTERS}
+        for c, port in ports.items():
+            R.write_atomic(self.rendezvous / R.port_file(c, self.index), port)
+        threading.Thread(target=self._watchdog, daemon=True).start()
+        for c in R.CLUSTERS:
+            self.links[c] = self._admit(c, ports[c])
+        self._admitted.set()
+        for port in ports.values():
+            MPI.Close_port(port)
+        layout = Layout(self.links["low"].size, self.links["high"].size)
+        for c, link in self.links.items():
+            link.offset = layout.offset(c)
+            msg = P.encode_control(low=layout.low_size, high=layout.high_size,
+                                   eager_max=self.eager_max, chunk=self.chunk)
+            reqs = [link.ctrl.Isend([msg, MPI.BYTE], r, P.T_LAYOUT) for r in range(link.size)]
+            MPI.Request.Waitall(reqs)
+        return layout
+
+    # -- relaying -------------------------------------------------------------------------
+    def _relay_failed(self, relay: Relay, exc: BaseException) -> None:
+        print(f"mmpi-forwarder[{self.index}]: relay {relay.name_short} failed: {exc}",
+              file=sys.stderr, flush=True)
+        os._exit(3)  # a half-dead forwarder would hang both clusters; die loudly instead
+
+    def run(self) -> int:
+        """Serve one bridged job from admission to shutdown; return an exit status."""
+        t0 = time.monotonic()
+        layout = self._start()
+        self.log(f"admitted low={layout.low_size} high={layout.high_size} ranks")
+        low, high = self.links["low"], self.links["high"]
+        opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
+                    eager_budget=self.eager_budget, on_error=self._relay_failed)
+        self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
+        for r in self.relays:
+            r.start()
+        for r in self.relays:
+            r.join()
+        # Every rank has said BYE and every relayed byte is delivered: release and close.
+        for link in self.links.values():
+            MPI.Request.Waitall([link.ctrl.Isend([b"", MPI.BYTE], r, P.T_BYE_ACK)
+                                 for r in range(link.size)])
+        for link in self.links.values():
+            link.data.Disconnect()
+            link.ctrl.Disconnect()
+        self.log(self.summary(time.monotonic() - t0))
+        return 0
+
+    def summary(self, elapsed: float) -> str:
+        """One line: messages and bytes per direction."""
+        parts = [f"{r.name_short} {r.messages} msgs {r.bytes} B" for r in self.relays]
+        return f"done in {elapsed:.2f} s: " + ", ".join(parts)

@@ -1,0 +1,38 @@
+"""The ``MPI`` namespace of mmpi: mpi4py's, with a bridged COMM_WORLD when run under mmpi-run.
+
+Under ``mmpi-run`` (the launcher sets ``MMPI_RENDEZVOUS``) importing this module joins the
+bridge, like ``MPI_Init``; ``COMM_WORLD``, ``Request`` and the bridged communicator's class come
+from mmpi. Anywhere else it is plain mpi4py, so the same program runs natively for comparison.
+Every other name (datatypes, ops, constants, ``Wtime``, ``Status``...) is mpi4py's own.
+"""
+
+from __future__ import annotations
+
+from mpi4py import MPI as _native
+
+from . import _bootstrap
+
+_world = _bootstrap.join()
+
+if _world is None:
+    COMM_WORLD = _native.COMM_WORLD
+    Request = _native.Request
+    BRIDGED = False
+else:
+    from .request import Request  # noqa: F401
+
+    COMM_WORLD = _world
+    BRIDGED = True
+
+    def Finalize() -> None:
+        """Leave the bridge, then finalize MPI."""
+        _bootstrap.finalize()
+        _native.Finalize()
+
+
+def __getattr__(name: str):
+    return getattr(_native, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(dir(_native)))

@@ -1,0 +1,115 @@
+"""Joining the bridge at import time (our MPI_Init): connect, get the layout, build COMM_WORLD.
+
+Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: local rank 0 waits for the
+forwarder's port file for this cluster, the cluster connects collectively, duplicates the link
+into a control and a data channel, proves it belongs to the job (the secret in the private
+rendezvous directory), and every rank waits for the forwarder's layout message.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import _rendezvous as R
+from . import protocol as P
+from .errors import BridgeError
+
+_engine = None
+
+
+def join():
+    """Return the bridged world communicator, or None when not started by mmpi-run."""
+    rdv = os.environ.get(R.ENV_RENDEZVOUS)
+    if not rdv:
+        return None
+    cluster = os.environ.get(R.ENV_CLUSTER, "")
+    if cluster not in R.CLUSTERS:
+        raise BridgeError(f"{R.ENV_CLUSTER} must be 'low' or 'high', got {cluster!r}")
+    timeout = float(os.environ.get(R.ENV_CONNECT_TIMEOUT, "60"))
+
+    from mpi4py import MPI
+
+    from ._engine import Engine
+    from ._topology import Layout
+    from .comm import Comm
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    path = Path(rdv)
+    port = None
+    error = None
+    if rank == 0:
+        try:
+            port = R.wait_for_file(path / R.port_file(cluster), timeout, "the forwarder's port")
+        except (TimeoutError, OSError) as exc:
+            error = f"cluster {cluster!r} could not reach the forwarder: {exc}"
+    port, error = world.bcast((port, error), root=0)
+    if error:
+        raise BridgeError(error)
+    ctrl = world.Connect(port, MPI.INFO_NULL, 0)
+    data = ctrl.Dup()
+    if rank == 0:
+        secret = (path / R.SECRET_FILE).read_text().strip()
+        hello = P.encode_control(secret=secret, cluster=cluster, size=world.Get_size())
+        ctrl.Send([hello, MPI.BYTE], 0, P.T_HELLO)
+    layout_msg = _wait_control(ctrl, P.T_LAYOUT, timeout, cluster)
+    body = P.decode_control(layout_msg, ("low", "high", "eager_max", "chunk"))
+    layout = Layout(body["low"], body["high"])
+    global _engine
+    _engine = engine = Engine(
+        cluster=cluster, local=world, ctrl=ctrl, data=data, layout=layout,
+        eager_max=int(os.environ.get("MMPI_EAGER_MAX", body["eager_max"])),
+        chunk=body["chunk"],
+    )
+    p2p, coll = engine.new_context(0), engine.new_context(1)
+    atexit.register(finalize)
+    _install_excepthook(world)
+    return Comm(engine, p2p, coll, "MMPI_COMM_WORLD")
+
+
+def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
+    """Poll (not block: blocking spins a core) for one control message from the forwarder."""
+    from mpi4py import MPI
+
+    from ._backoff import Backoff
+
+    st = MPI.Status()
+    deadline = time.monotonic() + timeout
+    backoff = Backoff(spin=1e-3, max_sleep=5e-3)
+    while True:
+        msg = ctrl.Improbe(0, tag, st)
+        if msg is not None:
+            buf = bytearray(st.Get_count(MPI.BYTE))
+            msg.Recv([buf, MPI.BYTE])
+            return buf
+        if time.monotonic() > deadline:
+            raise BridgeError(
+                f"cluster {cluster!r}: no layout from the forwarder within {timeout:g} s "
+                "(did the other cluster start?)"
+            )
+        backoff.idle()
+
+
+def finalize() -> None:
+    """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
+    if _engine is not None and not _engine.finalized:
+        _engine.finalize()
+
+
+def _install_excepthook(world) -> None:
+    """An uncaught exception in one rank aborts its cluster, so mmpi-run ends the whole job."""
+    previous = sys.excepthook
+
+    def hook(etype, value, tb):
+        previous(etype, value, tb)
+        try:
+            sys.stderr.flush()
+            sys.stdout.flush()
+        finally:
+            world.Abort(1)
+
+    sys.excepthook = hook

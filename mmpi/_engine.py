@@ -1,0 +1,324 @@
+"""The progress engine of one rank: routes sends, matches receives, drains both transports.
+
+Same-cluster messages travel over native MPI on a per-context duplicate of the cluster's
+COMM_WORLD; cross-cluster ones over the control/data intercommunicators to the forwarder.
+Every receive goes through our own matcher (`_matching`), fed by matched probes (`Improbe`) on
+both transports, so ANY_SOURCE sees both clusters and MPI's ordering rules hold across them.
+
+Rule 1: nothing here blocks inside MPI. Waits poll `progress()` with back-off, so a rank that
+        waits for one thing always keeps draining the forwarder link; the forwarder can then
+        never be stuck behind a rank that is waiting for something else (no deadlock through
+        the relay), and idle ranks leave the CPU to others.
+Rule 2: a local message is left inside MPI (as an `MPI.Message` handle) until a receive
+        matches it, then received straight into the user's buffer: no extra copy.
+Rule 3: a forwarded large message is received chunk by chunk straight into the user's buffer
+        when the receive is already posted; otherwise into a buffer of its exact size.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from mpi4py import MPI
+
+from . import protocol as P
+from ._backoff import Backoff
+from ._matching import MatchQueues
+from ._topology import Layout
+from .errors import BridgeError, ProtocolError, StateError, TruncationError
+from .request import Request
+
+_BYTE = MPI.BYTE
+_ANY_SOURCE = MPI.ANY_SOURCE
+_ANY_TAG = MPI.ANY_TAG
+
+
+class _Posted:
+    """A posted receive: what it accepts and where the bytes go (view None = allocate)."""
+
+    __slots__ = ("source", "tag", "view", "req", "op")
+
+    def __init__(self, source, tag, view, req, op):
+        self.source, self.tag, self.view, self.req, self.op = source, tag, view, req, op
+
+
+class _Arrived:
+    """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
+
+    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives")
+
+    def __init__(self, source, tag, nbytes, message=None, data=None, natives=None):
+        self.source, self.tag, self.nbytes = source, tag, nbytes
+        self.message = message  # MPI.Message for a same-cluster message
+        self.data = data  # payload of a forwarded message (may still be filling)
+        self.natives = natives or []  # chunk receives still filling `data`
+
+
+class Context:
+    """One communication context: a native communicator and its matching queues."""
+
+    __slots__ = ("id", "comm", "queues", "offset")
+
+    def __init__(self, cid: int, comm: MPI.Intracomm, offset: int) -> None:
+        self.id = cid
+        self.comm = comm
+        self.queues: MatchQueues[_Arrived, _Posted] = MatchQueues()
+        self.offset = offset  # virtual rank of local rank 0 in this cluster
+
+
+class Engine:
+    """Everything one rank needs to talk to the bridged world."""
+
+    def __init__(self, *, cluster: str, local: MPI.Intracomm, ctrl: MPI.Intercomm,
+                 data: MPI.Intercomm, layout: Layout, eager_max: int, chunk: int) -> None:
+        self.cluster = cluster
+        self.local = local  # the cluster's own COMM_WORLD
+        self.ctrl = ctrl
+        self.data = data
+        self.layout = layout
+        self.offset = layout.offset(cluster)
+        self.local_rank = local.Get_rank()
+        self.vrank = self.offset + self.local_rank
+        self.eager_max = eager_max
+        self.chunk = chunk
+        self.contexts: dict[int, Context] = {}
+        self._ctx_list: list[Context] = []
+        self._xfer = 0
+        self._sends: list[Request] = []
+        self._status = MPI.Status()
+        self._bye_acked = False
+        self.finalized = False
+        self.stats = {"local_msgs": 0, "local_bytes": 0, "fwd_msgs": 0, "fwd_bytes": 0}
+
+    # -- contexts ------------------------------------------------------------------------
+    def new_context(self, cid: int) -> Context:
+        """Create context `cid` (collectively across the cluster: it duplicates a comm)."""
+        if cid in self.contexts:
+            raise StateError(f"context {cid} exists already")
+        ctx = Context(cid, self.local.Dup(), self.offset)
+        self.contexts[cid] = ctx
+        self._ctx_list.append(ctx)
+        return ctx
+
+    def where(self, vrank: int) -> int | None:
+        """Local rank of `vrank` if it is in this cluster, else None."""
+        local = vrank - self.offset
+        return local if 0 <= local < self.local.Get_size() else None
+
+    # -- progress ------------------------------------------------------------------------
+    def check(self) -> None:
+        """Refuse to communicate after finalize."""
+        if self.finalized:
+            raise StateError(f"rank {self.vrank}: MPI communication after Finalize")
+
+    def progress(self) -> bool:
+        """Pull every message that has arrived on either transport into the matcher."""
+        did = False
+        st = self._status
+        ctrl = self.ctrl
+        while True:
+            msg = ctrl.Improbe(0, _ANY_TAG, st)
+            if msg is None:
+                break
+            self._on_forwarded(msg, st.Get_tag(), st.Get_count(_BYTE))
+            did = True
+        for ctx in self._ctx_list:
+            comm = ctx.comm
+            while True:
+                msg = comm.Improbe(_ANY_SOURCE, _ANY_TAG, st)
+                if msg is None:
+                    break
+                m = _Arrived(ctx.offset + st.Get_source(), st.Get_tag(), st.Get_count(_BYTE),
+                             message=msg)
+                recv = ctx.queues.arrive(m)
+                if recv is not None:
+                    self._deliver_local(recv, m)
+                did = True
+        return did
+
+    def wait_for(self, ready: Callable[[], bool]) -> None:
+        """Progress until `ready()` holds, backing off while nothing happens."""
+        if ready():
+            return
+        backoff = Backoff()
+        progress = self.progress
+        while True:
+            if progress():
+                backoff.reset()
+            if ready():
+                return
+            backoff.idle()
+
+    def wait_all(self, natives: list[MPI.Request]) -> None:
+        """Wait for native requests while keeping the bridge drained."""
+        self.wait_for(lambda: MPI.Request.Testall(natives))
+
+    # -- receiving -----------------------------------------------------------------------
+    def irecv(self, ctx: Context, view, source, tag, op: str, pickled: bool = False) -> Request:
+        """Post a receive; `view` None means allocate on arrival (pickled objects)."""
+        req = Request(self, matched=False, pickled=pickled)
+        recv = _Posted(source, tag, view, req, op)
+        m = ctx.queues.post(recv)
+        if m is not None:
+            self._deliver(recv, m)
+        return req
+
+    def _deliver(self, recv: _Posted, m: _Arrived) -> None:
+        if m.message is not None:
+            self._deliver_local(recv, m)
+        else:
+            self._deliver_forwarded(recv, m)
+
+    def _deliver_local(self, recv: _Posted, m: _Arrived) -> None:
+        req = recv.req
+        req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
+        self.stats["local_msgs"] += 1
+        self.stats["local_bytes"] += m.nbytes
+        if recv.view is None:
+            buf = bytearray(m.nbytes)
+            req._obj = buf
+            req._start([m.message.Irecv([buf, _BYTE])])
+        elif m.nbytes > len(recv.view):
+            # Consume the message anyway so nothing is left half-received, then fail.
+            sink = bytearray(m.nbytes)
+            req._start([m.message.Irecv([sink, _BYTE])])
+            req._fail(self._truncated(recv, m))
+        else:
+            req._start([m.message.Irecv([recv.view, m.nbytes, _BYTE])])
+
+    def _truncated(self, recv: _Posted, m: _Arrived) -> TruncationError:
+        return TruncationError(
+            f"{recv.op} on rank {self.vrank}: message from rank {m.source} with tag {m.tag} "
+            f"has {m.nbytes} bytes but the receive buffer holds only {len(recv.view)} "
+            "(MPI_ERR_TRUNCATE)"
+        )
+
+    def _deliver_forwarded(self, recv: _Posted, m: _Arrived) -> None:
+        req = recv.req
+        req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
+        if recv.view is None:
+            req._obj = m.data
+            req._start(m.natives)
+            return
+        if m.nbytes > len(recv.view):
+            req._start(m.natives)
+            req._fail(self._truncated(recv, m))
+            return
+        view, data = recv.view, m.data
+
+        def copy() -> None:
+            view[: m.nbytes] = data
+
+        req._start(m.natives, copy)
+
+    def _on_forwarded(self, msg: MPI.Message, tag: int, count: int) -> None:
+        buf = bytearray(count)
+        msg.Recv([buf, _BYTE])
+        if tag == P.T_EAGER or tag == P.T_LARGE:
+            env = P.unpack(buf)
+            ctx = self.contexts.get(env.context)
+            if ctx is None:
+                raise ProtocolError(f"rank {self.vrank}: message for unknown context {env.context}")
+            self.stats["fwd_msgs"] += 1
+            self.stats["fwd_bytes"] += env.nbytes
+            if tag == P.T_EAGER:
+                if count - P.ENVELOPE_SIZE != env.nbytes:
+                    raise ProtocolError(
+                        f"rank {self.vrank}: eager message says {env.nbytes} bytes, "
+                        f"carries {count - P.ENVELOPE_SIZE}"
+                    )
+                m = _Arrived(env.src, env.tag, env.nbytes, data=memoryview(buf)[P.ENVELOPE_SIZE:])
+                recv = ctx.queues.arrive(m)
+                if recv is not None:
+                    self._deliver_forwarded(recv, m)
+                return
+            m = _Arrived(env.src, env.tag, env.nbytes)
+            recv = ctx.queues.arrive(m)
+            if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
+                target = recv.view  # straight into the user's buffer
+            else:
+                target = memoryview(bytearray(env.nbytes))
+            m.data = target[: env.nbytes]
+            m.natives = [
+                self.data.Irecv([target[off:off + n], n, _BYTE], 0, env.xfer)
+                for off, n in P.chunks(env.nbytes, env.chunk)
+            ]
+            if recv is not None:
+                if target is recv.view:
+                    req = recv.req
+                    req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
+                    req._start(m.natives)
+                else:
+                    self._deliver_forwarded(recv, m)
+            return
+        if tag == P.T_BYE_ACK:
+            self._bye_acked = True
+            return
+        if tag == P.T_ABORT:
+            body = P.decode_control(buf, ("reason",))
+            raise BridgeError(f"rank {self.vrank}: the forwarder aborted the job: {body['reason']}")
+        raise ProtocolError(f"rank {self.vrank}: unexpected control tag {tag} from the forwarder")
+
+    def probe(self, ctx: Context, source, tag) -> _Arrived | None:
+        """The message a receive for (source, tag) would match now, if any."""
+        m = ctx.queues.peek(source, tag)
+        if m is None:
+            self.progress()
+            m = ctx.queues.peek(source, tag)
+        return m
+
+    # -- sending -------------------------------------------------------------------------
+    def isend(self, ctx: Context, view: memoryview, dest: int, tag: int,
+              pickled: bool = False) -> Request:
+        """Start sending `view` to virtual rank `dest`."""
+        req = Request(self, pickled=pickled)
+        n = len(view)
+        local = self.where(dest)
+        if local is not None:
+            req._start([ctx.comm.Isend([view, n, _BYTE], local, tag)])
+        elif n <= self.eager_max:
+            buf = bytearray(P.ENVELOPE_SIZE + n)
+            P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n).pack_into(buf)
+            buf[P.ENVELOPE_SIZE:] = view
+            req._keep = buf
+            req._start([self.ctrl.Isend([buf, _BYTE], 0, P.T_EAGER)])
+        else:
+            self._xfer = self._xfer % P.MAX_XFER + 1
+            env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk, self._xfer)
+            head = env.pack()
+            natives = [self.ctrl.Isend([head, _BYTE], 0, P.T_LARGE)]
+            natives += [
+                self.data.Isend([view[off:off + k], k, _BYTE], 0, self._xfer)
+                for off, k in P.chunks(n, self.chunk)
+            ]
+            req._keep = (head, view)
+            req._start(natives)
+        self._sends.append(req)
+        if len(self._sends) > 256:
+            self._sends = [r for r in self._sends if not r._done]
+        return req
+
+    def adopt(self, req: Request) -> None:
+        """Keep a freed request alive until it completes (finalize waits for it)."""
+        if req not in self._sends:
+            self._sends.append(req)
+
+    # -- shutdown ------------------------------------------------------------------------
+    def finalize(self) -> None:
+        """Flush sends, tell the forwarder we are done, wait for everyone, disconnect."""
+        if self.finalized:
+            return
+        pending = self._sends
+        self.wait_for(lambda: all([r._poll() for r in pending]))
+        self.wait_all([self.ctrl.Isend([b"", _BYTE], 0, P.T_BYE)])
+        self.wait_for(lambda: self._bye_acked)
+        left = sum(len(c.queues.unexpected) for c in self._ctx_list)
+        if left:
+            print(f"mmpi: rank {self.vrank} finalized with {left} message(s) never received",
+                  file=sys.stderr, flush=True)
+        self.finalized = True
+        for ctx in self._ctx_list:
+            ctx.comm.Free()
+        self.data.Disconnect()
+        self.ctrl.Disconnect()

@@ -1,0 +1,62 @@
+"""The rendezvous contract shared by mmpi-run, the forwarder and the ranks: env vars and files.
+
+mmpi-run creates a private directory (mode 0700) per job and passes its path to every process.
+Rule: everything in it is written atomically (temp file + rename) with mode 0600, so a reader
+either sees the whole file or none, and no other user can read the port names or the secret.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+# Environment variables set by mmpi-run.
+ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # path of the job's rendezvous directory
+ENV_CLUSTER = "MMPI_CLUSTER"  # "low" or "high" for cluster jobs
+ENV_CONNECT_TIMEOUT = "MMPI_CONNECT_TIMEOUT"  # seconds to wait for the forwarder at start-up
+ENV_FORWARDERS = "MMPI_FORWARDERS"  # number of forwarders in the job (default 1)
+
+CLUSTERS = ("low", "high")
+
+SECRET_FILE = "secret"  # written by mmpi-run before anything starts
+
+
+def port_file(cluster: str, forwarder: int = 0) -> str:
+    """Name of the file in which forwarder `forwarder` publishes the port for `cluster`."""
+    return f"port.{forwarder}.{cluster}"
+
+
+def make_dir(parent: str | None = None) -> Path:
+    """Create a fresh private rendezvous directory with a new job secret in it."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="mmpi-", dir=parent))
+    os.chmod(path, 0o700)
+    write_atomic(path / SECRET_FILE, secrets.token_hex(16))
+    return path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers never see a partial file; mode 0600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def wait_for_file(path: Path, timeout: float, what: str) -> str:
+    """Poll for `path` to appear and return its content; raise TimeoutError naming `what`."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        try:
+            return path.read_text()
+        except FileNotFoundError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not appear within {timeout:g} s ({path})")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)

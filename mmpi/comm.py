@@ -1,0 +1,285 @@
+"""The bridged communicator: mpi4py's Comm API, argument checks, delegation to the engine."""
+
+from __future__ import annotations
+
+import pickle
+
+from mpi4py import MPI
+
+from ._buffers import as_view
+from ._engine import Context, Engine
+from ._topology import Layout
+from .errors import RankError, TagError
+from .request import Request, completed
+
+ANY_SOURCE = MPI.ANY_SOURCE
+ANY_TAG = MPI.ANY_TAG
+PROC_NULL = MPI.PROC_NULL
+_PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+# Internal tags on a communicator's collective context (never visible to user matching).
+_TAG_BARRIER = 1
+
+
+class Comm:
+    """A communicator spanning both clusters (mirrors mpi4py.MPI.Intracomm)."""
+
+    def __init__(self, engine: Engine, p2p: Context, coll: Context, name: str) -> None:
+        self._engine = engine
+        self._p2p = p2p
+        self._coll = coll
+        self._name = name
+        self._size = engine.layout.size
+        self._rank = engine.vrank
+        self._tag_ub = engine.local.Get_attr(MPI.TAG_UB)
+
+    # -- identity ------------------------------------------------------------------------
+    def Get_rank(self) -> int:
+        """Virtual rank of this process."""
+        return self._rank
+
+    def Get_size(self) -> int:
+        """Number of processes in both clusters."""
+        return self._size
+
+    @property
+    def rank(self) -> int:
+        """Virtual rank of this process."""
+        return self._rank
+
+    @property
+    def size(self) -> int:
+        """Number of processes in both clusters."""
+        return self._size
+
+    @property
+    def layout(self) -> Layout:
+        """The virtual-rank layout (low ranks first)."""
+        return self._engine.layout
+
+    @property
+    def cluster(self) -> str:
+        """Name of this process's cluster: 'low' or 'high'."""
+        return self._engine.cluster
+
+    def Get_name(self) -> str:
+        """Name of the communicator."""
+        return self._name
+
+    def Is_inter(self) -> bool:
+        """The bridged world is an intracommunicator."""
+        return False
+
+    def Is_intra(self) -> bool:
+        """The bridged world is an intracommunicator."""
+        return True
+
+    def Get_attr(self, keyval: int):
+        """Communicator attributes; TAG_UB is the largest user tag."""
+        if keyval == MPI.TAG_UB:
+            return self._tag_ub
+        return self._engine.local.Get_attr(keyval)
+
+    def Abort(self, errorcode: int = 0):
+        """Abort this cluster's job; mmpi-run then stops the rest of the bridged job."""
+        self._engine.local.Abort(errorcode)
+
+    def __repr__(self) -> str:
+        e = self._engine
+        return f"<mmpi.Comm {self._name} rank {self._rank}/{self._size} ({e.cluster})>"
+
+    # -- argument checks -----------------------------------------------------------------
+    def _dest(self, dest: int, op: str) -> int:
+        if dest == PROC_NULL:
+            return dest
+        if not isinstance(dest, int) or not 0 <= dest < self._size:
+            raise RankError(
+                f"{op} on rank {self._rank}: destination rank {dest!r} is out of range "
+                f"for a communicator of size {self._size}"
+            )
+        return dest
+
+    def _source(self, source: int, op: str) -> int | None:
+        if source == ANY_SOURCE:
+            return None
+        if source == PROC_NULL:
+            return source
+        if not isinstance(source, int) or not 0 <= source < self._size:
+            raise RankError(
+                f"{op} on rank {self._rank}: source rank {source!r} is out of range "
+                f"for a communicator of size {self._size}"
+            )
+        return source
+
+    def _send_tag(self, tag: int, op: str) -> int:
+        if not isinstance(tag, int) or not 0 <= tag <= self._tag_ub:
+            raise TagError(
+                f"{op} on rank {self._rank}: tag {tag!r} is invalid "
+                f"(must be 0..{self._tag_ub}, the TAG_UB)"
+            )
+        return tag
+
+    def _recv_tag(self, tag: int, op: str) -> int | None:
+        if tag == ANY_TAG:
+            return None
+        return self._send_tag(tag, op)
+
+    # -- buffer point-to-point -----------------------------------------------------------
+    def Isend(self, buf, dest: int, tag: int = 0) -> Request:
+        """Start a standard-mode send."""
+        self._engine.check()
+        dest = self._dest(dest, "Isend")
+        tag = self._send_tag(tag, "Isend")
+        view = as_view(buf, writable=False, op="Isend")
+        if dest == PROC_NULL:
+            return completed(self._engine)
+        return self._engine.isend(self._p2p, view, dest, tag)
+
+    def Send(self, buf, dest: int, tag: int = 0) -> None:
+        """Blocking standard-mode send."""
+        self.Isend(buf, dest, tag).Wait()
+
+    def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Start a receive."""
+        self._engine.check()
+        src = self._source(source, "Irecv")
+        want = self._recv_tag(tag, "Irecv")
+        view = as_view(buf, writable=True, op="Irecv")
+        if src == PROC_NULL:
+            return completed(self._engine)
+        return self._engine.irecv(self._p2p, view, src, want, "Recv")
+
+    def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+             status: MPI.Status | None = None) -> None:
+        """Blocking receive."""
+        self.Irecv(buf, source, tag).Wait(status)
+
+    def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None,
+                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
+                 status: MPI.Status | None = None) -> None:
+        """Send and receive at once (no deadlock between the two)."""
+        r = self.Irecv(recvbuf, source, recvtag)
+        s = self.Isend(sendbuf, dest, sendtag)
+        Request.Waitall([s])
+        r.Wait(status)
+
+    def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+               status: MPI.Status | None = None) -> bool:
+        """Check, without receiving, whether a matching message has arrived."""
+        self._engine.check()
+        src = self._source(source, "Iprobe")
+        want = self._recv_tag(tag, "Iprobe")
+        if src == PROC_NULL:
+            _fill_null(status)
+            return True
+        m = self._engine.probe(self._p2p, src, want)
+        if m is None:
+            return False
+        _fill(status, m.source, m.tag, m.nbytes)
+        return True
+
+    def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+              status: MPI.Status | None = None) -> bool:
+        """Wait until a matching message has arrived, without receiving it."""
+        self._engine.check()
+        src = self._source(source, "Probe")
+        want = self._recv_tag(tag, "Probe")
+        if src == PROC_NULL:
+            _fill_null(status)
+            return True
+        q = self._p2p.queues
+        found = []
+
+        def ready() -> bool:
+            m = q.peek(src, want)
+            if m is not None:
+                found.append(m)
+            return m is not None
+
+        self._engine.wait_for(ready)
+        m = found[0]
+        _fill(status, m.source, m.tag, m.nbytes)
+        return True
+
+    # -- pickle point-to-point -----------------------------------------------------------
+    def isend(self, obj, dest: int, tag: int = 0) -> Request:
+        """Start sending a picklable object."""
+        self._engine.check()
+        dest = self._dest(dest, "isend")
+        tag = self._send_tag(tag, "isend")
+        if dest == PROC_NULL:
+            return completed(self._engine)
+        data = pickle.dumps(obj, _PICKLE_PROTOCOL)
+        return self._engine.isend(self._p2p, memoryview(data), dest, tag)
+
+    def send(self, obj, dest: int, tag: int = 0) -> None:
+        """Send a picklable object."""
+        self.isend(obj, dest, tag).Wait()
+
+    def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Start receiving a pickled object (`buf` is accepted for mpi4py compatibility)."""
+        self._engine.check()
+        src = self._source(source, "irecv")
+        want = self._recv_tag(tag, "irecv")
+        if src == PROC_NULL:
+            return completed(self._engine, pickled=True)
+        return self._engine.irecv(self._p2p, None, src, want, "recv", pickled=True)
+
+    def recv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+             status: MPI.Status | None = None):
+        """Receive a pickled object."""
+        return self.irecv(buf, source, tag).wait(status)
+
+    def sendrecv(self, sendobj, dest: int, sendtag: int = 0, recvbuf=None,
+                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
+                 status: MPI.Status | None = None):
+        """Send an object and receive one."""
+        r = self.irecv(recvbuf, source, recvtag)
+        s = self.isend(sendobj, dest, sendtag)
+        s.Wait()
+        return r.wait(status)
+
+    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+               status: MPI.Status | None = None) -> bool:
+        """Check whether a matching message (object) has arrived."""
+        return self.Iprobe(source, tag, status)
+
+    def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+              status: MPI.Status | None = None) -> bool:
+        """Wait for a matching message (object) without receiving it."""
+        return self.Probe(source, tag, status)
+
+    # -- synchronisation -----------------------------------------------------------------
+    def Barrier(self) -> None:
+        """Tight barrier: nobody leaves before every process of both clusters has entered.
+
+        Each cluster first completes a native barrier (so its leader knows all of its ranks
+        are in), the two leaders exchange a token through the forwarder, and a second native
+        barrier holds every rank until its leader has the other cluster's token.
+        """
+        e = self._engine
+        e.check()
+        coll = self._coll
+        e.wait_all([coll.comm.Ibarrier()])
+        if e.local_rank == 0:
+            peer = e.layout.offset("high" if e.cluster == "low" else "low")
+            r = e.irecv(coll, memoryview(bytearray(0)), peer, _TAG_BARRIER, "Barrier")
+            s = e.isend(coll, memoryview(b""), peer, _TAG_BARRIER)
+            Request.Waitall([r, s])
+        e.wait_all([coll.comm.Ibarrier()])
+
+    def barrier(self) -> None:
+        """Tight barrier (lowercase alias)."""
+        self.Barrier()
+
+
+def _fill(status: MPI.Status | None, source: int, tag: int, nbytes: int) -> None:
+    if status is not None:
+        status.Set_source(source)
+        status.Set_tag(tag)
+        status.Set_elements(MPI.BYTE, nbytes)
+        status.Set_error(MPI.SUCCESS)
+
+
+def _fill_null(status: MPI.Status | None) -> None:
+    _fill(status, PROC_NULL, ANY_TAG, 0)

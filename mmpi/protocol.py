@@ -1,0 +1,130 @@
+"""The mmpi wire protocol: envelope layout, transport tags and control messages — no I/O here.
+
+A cross-cluster message travels rank -> forwarder -> rank over MPI intercommunicators. Each
+hop carries the same fixed-size envelope in front of (eager) or ahead of (large) the payload.
+
+Rule 1: no handshake. A sender never waits for an answer before its data goes: an eager message
+        is envelope+payload in one MPI message; a large one is an envelope on the control
+        channel followed at once by its chunks on the data channel.
+Rule 2: the forwarder reads envelopes only. Payload bytes are moved, never parsed or unpickled.
+Rule 3: chunks of one large message travel on the data channel with the MPI tag named in the
+        envelope's `xfer` field for that hop, so several large transfers can be in flight on
+        one link without being confused; each hop picks its own `xfer` value.
+Rule 4: on each (channel, peer) pair MPI's non-overtaking order is the only ordering we rely
+        on: a sender's envelopes reach the forwarder, and the forwarder's reach a receiver, in
+        the order they were sent.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from .errors import ProtocolError
+
+VERSION = 1
+
+# MPI tags on the control channel (the intercommunicator returned by Connect/Accept).
+T_EAGER = 1  # envelope + payload
+T_LARGE = 2  # envelope only; chunks follow on the data channel
+T_HELLO = 10  # cluster root -> forwarder: job secret, cluster name, size
+T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link parameters
+T_BYE = 12  # rank -> forwarder: I have finished sending
+T_BYE_ACK = 13  # forwarder -> rank: everybody finished, you may disconnect
+T_ABORT = 14  # either way: the job is being torn down (reason in a JSON body)
+
+# Message kinds carried in the envelope.
+K_P2P = 1
+
+_ENVELOPE = struct.Struct("<BBHiiiiQII")
+ENVELOPE_SIZE = _ENVELOPE.size
+MAX_XFER = (1 << 28) - 1  # chunk tags stay well below MPICH's TAG_UB (2**29 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """Addressing of one message: who sends to whom, with which tag, on which context."""
+
+    kind: int
+    src: int  # virtual rank of the sender
+    dst: int  # virtual rank of the receiver
+    tag: int
+    context: int  # communicator context id (0 = user's COMM_WORLD)
+    nbytes: int  # payload size
+    chunk: int = 0  # chunk size of a large message (0 for eager)
+    xfer: int = 0  # data-channel tag of this message's chunks on the current hop
+    flags: int = 0
+
+    def __post_init__(self) -> None:
+        if self.nbytes < 0:
+            raise ProtocolError(f"envelope with negative size {self.nbytes}")
+        if self.chunk < 0 or (self.nbytes > 0 and self.chunk == 0 and self.xfer != 0):
+            raise ProtocolError(f"envelope with bad chunk size {self.chunk}")
+
+    def pack(self) -> bytes:
+        """Encode the envelope to its wire form."""
+        return _ENVELOPE.pack(
+            VERSION, self.kind, self.flags, self.src, self.dst, self.tag, self.context,
+            self.nbytes, self.chunk, self.xfer,
+        )
+
+    def pack_into(self, buf, offset: int = 0) -> None:
+        """Encode the envelope into `buf` at `offset` (no allocation on the eager path)."""
+        _ENVELOPE.pack_into(
+            buf, offset, VERSION, self.kind, self.flags, self.src, self.dst, self.tag,
+            self.context, self.nbytes, self.chunk, self.xfer,
+        )
+
+    @property
+    def nchunks(self) -> int:
+        """Number of data-channel messages that follow a large envelope."""
+        if self.chunk == 0:
+            return 0
+        return -(-self.nbytes // self.chunk)
+
+
+def unpack(buf) -> Envelope:
+    """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
+    if len(buf) < ENVELOPE_SIZE:
+        raise ProtocolError(f"message of {len(buf)} bytes is shorter than an envelope")
+    version, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer = _ENVELOPE.unpack_from(buf)
+    if version != VERSION:
+        raise ProtocolError(f"peer speaks protocol version {version}, we speak {VERSION}")
+    return Envelope(kind, src, dst, tag, ctx, nbytes, chunk, xfer, flags)
+
+
+def dst_of(buf) -> int:
+    """The destination virtual rank of an encoded envelope, without decoding the rest."""
+    return struct.unpack_from("<i", buf, 8)[0]
+
+
+def with_xfer(buf: bytearray, xfer: int) -> None:
+    """Rewrite the `xfer` field of an encoded envelope in place (the forwarder's next hop)."""
+    struct.pack_into("<I", buf, ENVELOPE_SIZE - 4, xfer)
+
+
+def chunks(nbytes: int, chunk: int):
+    """Yield (offset, length) of each chunk of a large message."""
+    for off in range(0, nbytes, chunk):
+        yield off, min(chunk, nbytes - off)
+
+
+# Control messages are rare (start-up, shutdown): JSON keeps them readable and versionable.
+def encode_control(**fields) -> bytes:
+    """Encode a control message body."""
+    return json.dumps({"v": VERSION, **fields}, sort_keys=True).encode()
+
+
+def decode_control(buf, expect: tuple[str, ...]) -> dict:
+    """Decode a control message body and check that it has the `expect`ed fields."""
+    try:
+        msg = json.loads(bytes(buf).decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"malformed control message: {exc}") from exc
+    if not isinstance(msg, dict) or msg.get("v") != VERSION:
+        raise ProtocolError(f"control message of another protocol version: {msg!r:.80}")
+    missing = [k for k in expect if k not in msg]
+    if missing:
+        raise ProtocolError(f"control message lacks {', '.join(missing)}: {msg!r:.80}")
+    return msg
