@@ -1,0 +1,43 @@
+"""Run each NPB port at class S under real ``mpiexec`` and require NPB's own verification."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MPIEXEC = shutil.which("mpiexec")
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(MPIEXEC is None, reason="mpiexec is not on PATH"),
+]
+
+
+def run_kernel(kernel: str, ranks: int, klass: str = "S", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Launch ``python -m nas_ports`` on `ranks` ranks and return the finished process."""
+    assert MPIEXEC is not None
+    env = dict(os.environ)
+    # Two cores: keep BLAS and friends from oversubscribing them behind MPI's back.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "nas_ports", kernel, "--class", klass]
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_verified(proc: subprocess.CompletedProcess[str]) -> None:
+    detail = f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.returncode == 0, detail
+    assert "VERIFICATION SUCCESSFUL" in proc.stdout, detail
+    assert "VERIFICATION FAILED" not in proc.stdout, detail
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_ep_class_s(ranks: int) -> None:
+    assert_verified(run_kernel("ep", ranks))
