@@ -271,13 +271,20 @@ def format_report(result: Result, world: World) -> str:
     for c in r.checks:
         mark = "" if c.ok else "   <-- FAILED"
         lines.append(
-            f"   {c.label:<28} {c.value:>22.13e} {c.reference:>22.13e} {c.error:>10.2e}{mark}"
+            f"   {c.label:<28} {_number(c.value)} {_number(c.reference)} {c.error:>10.2e}{mark}"
         )
     if r.checks:
         lines.append(f"   tolerance (relative)         {r.checks[0].epsilon:.1e}")
     lines += [f" {note}" for note in r.notes]
     lines += ["", " VERIFICATION SUCCESSFUL" if r.verified else " VERIFICATION FAILED", ""]
     return "\n".join(lines)
+
+
+def _number(v: float) -> str:
+    """Counts print as integers, everything else in NPB's 13-digit E format."""
+    if math.isfinite(v) and float(v).is_integer() and abs(v) < 1e15:
+        return f"{int(v):>22d}"
+    return f"{v:>22.13e}"
 
 
 def say(world: World, *lines: str) -> None:

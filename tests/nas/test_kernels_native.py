@@ -41,3 +41,18 @@ def assert_verified(proc: subprocess.CompletedProcess[str]) -> None:
 @pytest.mark.parametrize("ranks", [1, 2, 4])
 def test_ep_class_s(ranks: int) -> None:
     assert_verified(run_kernel("ep", ranks))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_is_class_s(ranks: int) -> None:
+    assert_verified(run_kernel("is", ranks))
+
+
+@pytest.mark.timeout(60)
+def test_unsupported_rank_count_is_refused() -> None:
+    proc = run_kernel("is", 3)
+    assert proc.returncode != 0
+    assert "cannot run on 3 MPI rank(s)" in proc.stderr
+    assert "power-of-two" in proc.stderr
+    assert "VERIFICATION" not in proc.stdout
