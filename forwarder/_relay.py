@@ -72,6 +72,7 @@ class Relay(threading.Thread):
         self._xfer = [0] * dst.size
         self._byes = 0
         self._on_error = on_error
+        self._st = MPI.Status()
         self.messages = 0
         self.bytes = 0
 
@@ -87,28 +88,37 @@ class Relay(threading.Thread):
         except BaseException as exc:  # a relay that dies must take the job down, not hang it
             self._on_error(self, exc)
 
+    @property
+    def finished(self) -> bool:
+        """Every source rank said BYE and everything it sent has been delivered."""
+        return self._byes >= self.src.size and not self._transfers and not self._inflight
+
     def _loop(self) -> None:
-        st = MPI.Status()
-        ctrl = self.src.ctrl
         busy = Backoff()
-        while self._byes < self.src.size or self._transfers or self._inflight:
-            did = False
-            for _ in range(64):
-                if self._inflight_bytes > self.eager_budget:
-                    break  # backpressure: let the senders wait in MPI until we drain
-                msg = ctrl.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
-                if msg is None:
-                    break
-                self._on_message(msg, st.Get_source(), st.Get_tag(), st.Get_count(_BYTE))
-                did = True
-            if self._transfers and self._advance():
-                did = True
-            if self._inflight and self._reap():
-                did = True
-            if did:
+        while not self.finished:
+            if self.poll():
                 busy.reset()
             else:
                 busy.idle()
+
+    def poll(self) -> bool:
+        """One round: take new envelopes, advance transfers, reap sends; True if any work."""
+        did = False
+        st = self._st
+        ctrl = self.src.ctrl
+        for _ in range(64):
+            if self._inflight_bytes > self.eager_budget:
+                break  # backpressure: let the senders wait in MPI until we drain
+            msg = ctrl.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+            if msg is None:
+                break
+            self._on_message(msg, st.Get_source(), st.Get_tag(), st.Get_count(_BYTE))
+            did = True
+        if self._transfers and self._advance():
+            did = True
+        if self._inflight and self._reap():
+            did = True
+        return did
 
     # -- envelopes ----------------------------------------------------------------------
     def _on_message(self, msg: MPI.Message, source: int, tag: int, count: int) -> None:

@@ -20,6 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--connect-timeout", type=float, default=60.0,
                     help="seconds to wait for both clusters to connect")
     ap.add_argument("--chunk", type=int, default=None, help="chunk size of large messages")
+    ap.add_argument("--threads", type=int, choices=(1, 2),
+                    default=int(os.environ.get("MMPI_FWD_THREADS", 2)),
+                    help="relay threads: 2 = one per direction (full duplex), 1 = shared")
     args = ap.parse_args(argv)
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")
@@ -28,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chunk = args.chunk or int(os.environ.get("MMPI_CHUNK", DEFAULT_CHUNK))
     try:
         return Forwarder(args.rendezvous, index=args.index,
-                         connect_timeout=args.connect_timeout, chunk=chunk).run()
+                         connect_timeout=args.connect_timeout, chunk=chunk,
+                         threads=args.threads).run()
     except MMPIError as exc:
         print(f"mmpi-forwarder[{args.index}]: {exc}", file=sys.stderr, flush=True)
         return 1

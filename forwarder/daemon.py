@@ -32,7 +32,7 @@ class Forwarder:
     def __init__(self, rendezvous: str | Path, *, index: int = 0, connect_timeout: float = 60.0,
                  chunk: int = DEFAULT_CHUNK, pool_chunks: int = 16, depth: int = 8,
                  eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
-                 log=None) -> None:
+                 threads: int = 2, log=None) -> None:
         self.rendezvous = Path(rendezvous)
         self.index = index
         self.connect_timeout = connect_timeout
@@ -41,6 +41,7 @@ class Forwarder:
         self.depth = depth
         self.eager_max = eager_max
         self.eager_budget = eager_budget
+        self.threads = threads
         self.log = log or (lambda msg: print(f"mmpi-forwarder[{index}]: {msg}", flush=True))
         self.links: dict[str, Link] = {}
         self.relays: list[Relay] = []
@@ -115,10 +116,13 @@ class Forwarder:
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
         self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
-        for r in self.relays:
-            r.start()
-        for r in self.relays:
-            r.join()
+        if self.threads == 2:
+            for r in self.relays:
+                r.start()
+            for r in self.relays:
+                r.join()
+        else:
+            self._serve_single()
         # Every rank has said BYE and every relayed byte is delivered: release and close.
         for link in self.links.values():
             MPI.Request.Waitall([link.ctrl.Isend([b"", MPI.BYTE], r, P.T_BYE_ACK)
@@ -128,6 +132,23 @@ class Forwarder:
             link.ctrl.Disconnect()
         self.log(self.summary(time.monotonic() - t0))
         return 0
+
+    def _serve_single(self) -> None:
+        """Both directions from one thread (for comparison: no concurrency, no GIL handoffs)."""
+        busy = Backoff()
+        relays = self.relays
+        try:
+            while not all(r.finished for r in relays):
+                did = False
+                for r in relays:
+                    if r.poll():
+                        did = True
+                if did:
+                    busy.reset()
+                else:
+                    busy.idle()
+        except BaseException as exc:
+            self._relay_failed(relays[0], exc)
 
     def summary(self, elapsed: float) -> str:
         """One line: messages and bytes per direction."""

@@ -1,0 +1,60 @@
+"""Buffer specs become flat byte views; unusable buffers get errors naming the problem."""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from mmpi._buffers import as_view
+from mmpi.errors import BufferError_
+
+
+def test_plain_numpy_array():
+    a = np.arange(10, dtype="f8")
+    v = as_view(a, writable=True, op="Recv")
+    assert len(v) == 80 and v.format == "B"
+    v[:8] = np.float64(42).tobytes()
+    assert a[0] == 42
+
+
+def test_count_and_datatype_specs():
+    a = np.arange(10, dtype="i4")
+    assert len(as_view([a, MPI.INT], writable=False, op="Send")) == 40
+    assert len(as_view([a, 3, MPI.INT], writable=False, op="Send")) == 12
+    v = as_view([a, (2, 4), MPI.INT], writable=False, op="Send")
+    assert np.frombuffer(v, "i4").tolist() == [4, 5]
+    assert len(as_view([a, 3], writable=False, op="Send")) == 12
+
+
+def test_bytes_and_none():
+    assert bytes(as_view(b"abc", writable=False, op="Send")) == b"abc"
+    assert len(as_view(None, writable=True, op="Recv")) == 0
+
+
+def test_non_contiguous_refused():
+    a = np.arange(10)[::2]
+    with pytest.raises(BufferError_, match="Send: buffer is not contiguous"):
+        as_view(a, writable=False, op="Send")
+
+
+def test_read_only_receive_refused():
+    with pytest.raises(BufferError_, match="read-only"):
+        as_view(b"abc", writable=True, op="Recv")
+
+
+def test_too_large_count_refused():
+    with pytest.raises(BufferError_, match="holds 40"):
+        as_view([np.zeros(10, "i4"), 11, MPI.INT], writable=False, op="Send")
+
+
+def test_derived_datatype_refused():
+    vec = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
+    try:
+        with pytest.raises(BufferError_, match="unsupported datatype"):
+            as_view([np.zeros(4), 1, vec], writable=False, op="Send")
+    finally:
+        vec.Free()
+
+
+def test_object_without_buffer_refused():
+    with pytest.raises(BufferError_, match="does not expose a buffer"):
+        as_view([1, 2, 3], writable=False, op="Send")

@@ -1,0 +1,209 @@
+"""Tests of launch.config: the embedded default, every kind of error with its key path."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from launch.config import Cluster, ConfigError, Zipper, load, loads, parse, with_overrides
+from mmpi.errors import MMPIError
+
+MINIMAL = {"clusters": {"low": {"ranks": 2}, "high": {"ranks": 3}}}
+
+
+def job(**changes: object) -> dict:
+    """A minimal valid job description as data, with top-level keys replaced."""
+    data = {"clusters": {"low": {"ranks": 2}, "high": {"ranks": 3}}}
+    data.update(changes)
+    return data
+
+
+def error_of(data: object) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(data)
+    return str(info.value)
+
+
+def test_default_job():
+    config = load()
+    assert config.low == Cluster("low", 2, ("localhost",))
+    assert config.high == Cluster("high", 2, ("localhost",))
+    assert config.zipper == (Zipper("localhost", 1),)
+    assert config.forwarders == 1
+    assert config.launcher.command == "mpiexec" and config.launcher.args == ()
+    assert config.timeouts.connect == 60
+    assert dict(config.env) == {}
+
+
+def test_minimal_job_gets_defaults():
+    config = parse(MINIMAL)
+    assert config.low.ranks == 2 and config.high.ranks == 3
+    assert config.clusters == (config.low, config.high)
+    assert config.zipper == (Zipper(),)
+
+
+def test_full_job(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            launcher: {command: /opt/mpich/bin/mpiexec, args: [-launcher, ssh]}
+            zipper:
+              - host: zip1
+                forwarders: 2
+                interfaces: {low: eth0, high: ib0}
+              - {host: zip2}
+            clusters:
+              low: {ranks: 4, hosts: [a1, a2], interface: eth0, env: {OMP_NUM_THREADS: 1}}
+              high: {ranks: 1, hostfile: hosts.txt}
+            env: {UCX_TLS: "self,tcp"}
+            timeouts: {connect: 2.5}
+            """
+        )
+    )
+    config = load(path)
+    assert config.launcher.args == ("-launcher", "ssh")
+    assert config.zipper[0].interfaces == {"low": "eth0", "high": "ib0"}
+    assert config.forwarders == 3
+    assert config.low.hosts == ("a1", "a2") and config.low.hostfile is None
+    assert dict(config.low.env) == {"OMP_NUM_THREADS": "1"}
+    assert config.high.hosts == () and config.high.hostfile == str(tmp_path / "hosts.txt")
+    assert config.timeouts.connect == 2.5
+    assert config.source == str(path)
+
+
+def test_config_is_frozen():
+    config = parse(MINIMAL)
+    with pytest.raises(AttributeError):
+        config.low = config.high  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.low.env["X"] = "1"  # type: ignore[index]
+
+
+def test_error_is_an_mmpi_error():
+    assert issubclass(ConfigError, MMPIError)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        # unknown keys, at every level
+        (job(clusterz={}), "top level: unknown key 'clusterz'"),
+        (job(launcher={"cmd": "x"}), "launcher: unknown key 'cmd'"),
+        (job(zipper=[{"hots": "z"}]), "zipper[0]: unknown key 'hots'"),
+        (job(zipper=[{}, {"host": "z", "interfaces": {"mid": "e"}}]), "zipper[1].interfaces: unknown key 'mid'"),
+        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1}, "mid": {}}}, "clusters: unknown key 'mid'"),
+        ({"clusters": {"low": {"ranks": 1, "host": ["a"]}, "high": {"ranks": 1}}}, "clusters.low: unknown key 'host'"),
+        (job(timeouts={"conect": 3}), "timeouts: unknown key 'conect'"),
+        # wrong types and values
+        ({"clusters": {"low": {"ranks": 2}, "high": {"ranks": -1}}}, "clusters.high.ranks: expected a positive integer, got -1"),
+        ({"clusters": {"low": {"ranks": 0}, "high": {"ranks": 1}}}, "clusters.low.ranks: expected a positive integer, got 0"),
+        ({"clusters": {"low": {"ranks": True}, "high": {"ranks": 1}}}, "clusters.low.ranks: expected a positive integer, got true"),
+        ({"clusters": {"low": {"ranks": "2"}, "high": {"ranks": 1}}}, "clusters.low.ranks: expected a positive integer, got '2'"),
+        ({"clusters": {"low": {"ranks": 1, "hosts": ["a", 3]}, "high": {"ranks": 1}}}, "clusters.low.hosts[1]: expected a host name, got 3"),
+        ({"clusters": {"low": {"ranks": 1, "hosts": "a,b"}, "high": {"ranks": 1}}}, "clusters.low.hosts: expected a list, got 'a,b'"),
+        ({"clusters": {"low": {"ranks": 1, "hosts": []}, "high": {"ranks": 1}}}, "clusters.low.hosts: expected at least one host name"),
+        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1, "interface": 5}}}, "clusters.high.interface: expected a device name, got 5"),
+        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1, "env": {"X": None}}}}, "clusters.high.env.X: expected a string, got null"),
+        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1, "env": ["X=1"]}}}, "clusters.high.env: expected a mapping"),
+        (job(env={"MMPI_CLUSTER": "low"}), "env.MMPI_CLUSTER: variables named MMPI_* are set by mmpi-run"),
+        (job(env={"BAD-NAME": "1"}), "env: expected an environment variable name, got 'BAD-NAME'"),
+        (job(zipper=[{"forwarders": 0}]), "zipper[0].forwarders: expected a positive integer, got 0"),
+        (job(zipper=[{"host": "a b"}]), "zipper[0].host: expected a host name, got 'a b'"),
+        (job(zipper=[{"interfaces": {"low": "eth0"}}]), "zipper[0].interfaces: give the device on both subnets"),
+        (job(zipper=[]), "zipper: expected at least one zipper node"),
+        (job(zipper={"host": "z"}), "zipper: expected a list, got a mapping"),
+        (job(launcher={"args": ["-v", 1]}), "launcher.args[1]: expected a string, got 1"),
+        (job(launcher={"command": None}), "launcher.command: expected a command, got null"),
+        (job(timeouts={"connect": -5}), "timeouts.connect: expected a positive number of seconds, got -5"),
+        (job(timeouts={"connect": "60s"}), "timeouts.connect: expected a positive number of seconds, got '60s'"),
+        # structure
+        ({"clusters": {"low": {"ranks": 1, "hosts": ["a"], "hostfile": "h"}, "high": {"ranks": 1}}}, "clusters.low: give either 'hosts' or 'hostfile', not both"),
+        ({"clusters": {"low": {"ranks": 1}}}, "clusters: missing required key 'high'"),
+        ({"clusters": {"low": {"ranks": 1}, "high": {}}}, "clusters.high: missing required key 'ranks'"),
+        ({"clusters": {"low": {"ranks": 1}, "high": None}}, "clusters.high: expected a mapping, got null"),
+        ({}, "top level: missing required key 'clusters'"),
+        ([1, 2], "top level: expected a mapping, got a list"),
+        ("just text", "top level: expected a mapping, got 'just text'"),
+        (None, "top level: expected a mapping, got an empty document"),
+    ],
+)  # fmt: skip
+def test_errors_name_the_key_path(data, expected):
+    assert expected in error_of(data)
+
+
+def test_error_names_the_file(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("clusters:\n  low: {ranks: 2}\n  high: {ranks: -1}\n")
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert str(info.value) == f"{path}: clusters.high.ranks: expected a positive integer, got -1"
+    assert info.value.path == "clusters.high.ranks"
+
+
+def test_bad_yaml_syntax_names_line_and_column():
+    with pytest.raises(ConfigError) as info:
+        loads("clusters:\n  low: {ranks: 2\n  high: [", source="job.yaml")
+    message = str(info.value)
+    assert message.startswith("job.yaml: invalid YAML at line ")
+    assert "column" in message
+
+
+def test_non_mapping_yaml():
+    with pytest.raises(ConfigError, match=r"job.yaml: top level: expected a mapping, got a list"):
+        loads("- low\n- high\n", source="job.yaml")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read the file"):
+        load(tmp_path / "nope.yaml")
+
+
+def test_absolute_hostfile_is_kept(tmp_path):
+    config = loads(
+        "clusters: {low: {ranks: 1, hostfile: /etc/hosts.mpi}, high: {ranks: 1}}",
+        base_dir=tmp_path,
+    )
+    assert config.low.hostfile == "/etc/hosts.mpi"
+
+
+def test_overrides():
+    config = with_overrides(load(), low=3, high=5, forwarders=2)
+    assert (config.low.ranks, config.high.ranks, config.forwarders) == (3, 5, 2)
+    assert config.low.hosts == ("localhost",)  # the rest is untouched
+    assert with_overrides(config) == config
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ({"low": 0}, "clusters.low.ranks (from --low): expected a positive integer, got 0"),
+        ({"high": -2}, "clusters.high.ranks (from --high): expected a positive integer, got -2"),
+        ({"forwarders": 0}, "zipper[0].forwarders (from --forwarders): expected a positive integer"),
+    ],
+)
+def test_bad_overrides(override, expected):
+    with pytest.raises(ConfigError) as info:
+        with_overrides(load(), **override)
+    assert expected in str(info.value)
+
+
+def test_forwarders_override_needs_one_zipper():
+    config = parse(job(zipper=[{"host": "z1"}, {"host": "z2"}]))
+    with pytest.raises(ConfigError, match=r"zipper\[0\].forwarders \(from --forwarders\): the job has 2"):
+        with_overrides(config, forwarders=3)
+
+
+def test_cli_reports_config_errors(tmp_path, capsys):
+    from launch.cli import main
+
+    path = tmp_path / "job.yaml"
+    path.write_text("zipper: [{hots: z}]\nclusters: {low: {ranks: 1}, high: {ranks: 1}}\n")
+    assert main(["-c", str(path), "--dry-run", "python", "x.py"]) == 1
+    assert capsys.readouterr().err == (
+        f"mmpi-run: {path}: zipper[0]: unknown key 'hots' (expected one of "
+        "['forwarders', 'host', 'interfaces'])\n"
+    )
+    assert main(["--high", "0", "--dry-run", "python", "x.py"]) == 1
+    assert "mmpi-run: clusters.high.ranks (from --high)" in capsys.readouterr().err

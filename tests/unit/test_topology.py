@@ -1,0 +1,36 @@
+"""Virtual-rank layout: low ranks first, then high; out-of-range ranks are named."""
+
+import pytest
+
+from mmpi._topology import Layout, other
+from mmpi.errors import RankError
+
+
+def test_layout_maps_both_ways():
+    lay = Layout(2, 3)
+    assert lay.size == 5
+    assert [lay.locate(v) for v in range(5)] == [
+        ("low", 0), ("low", 1), ("high", 0), ("high", 1), ("high", 2)]
+    for v in range(5):
+        assert lay.vrank(*lay.locate(v)) == v
+    assert lay.offset("high") == 2 and lay.cluster_size("high") == 3
+
+
+@pytest.mark.parametrize("bad", [-1, 5, 100])
+def test_out_of_range_rank_is_named(bad):
+    with pytest.raises(RankError, match=str(bad)):
+        Layout(2, 3).locate(bad)
+
+
+def test_local_rank_out_of_cluster():
+    with pytest.raises(RankError, match="local rank 2 is not in cluster 'low'"):
+        Layout(2, 3).vrank("low", 2)
+
+
+def test_empty_cluster_refused():
+    with pytest.raises(ValueError):
+        Layout(0, 3)
+
+
+def test_other():
+    assert other("low") == "high" and other("high") == "low"
