@@ -56,3 +56,9 @@ def test_unsupported_rank_count_is_refused() -> None:
     assert "cannot run on 3 MPI rank(s)" in proc.stderr
     assert "power-of-two" in proc.stderr
     assert "VERIFICATION" not in proc.stdout
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_cg_class_s(ranks: int) -> None:
+    assert_verified(run_kernel("cg", ranks))
