@@ -1,4 +1,5 @@
 """Tests of launch.config: the embedded default, every kind of error with its key path."""
+# ruff: noqa: D103  (test names say what they check)
 
 from __future__ import annotations
 
@@ -12,16 +13,10 @@ from mmpi.errors import MMPIError
 MINIMAL = {"clusters": {"low": {"ranks": 2}, "high": {"ranks": 3}}}
 
 
-def job(**changes: object) -> dict:
-    """A minimal valid job description as data, with top-level keys replaced."""
-    data = {"clusters": {"low": {"ranks": 2}, "high": {"ranks": 3}}}
-    data.update(changes)
-    return data
-
-
-def error_of(data: object) -> str:
+def error_of(text: str) -> str:
+    """Return the message of the ConfigError that loading `text` raises."""
     with pytest.raises(ConfigError) as info:
-        parse(data)
+        loads(text)
     return str(info.value)
 
 
@@ -85,52 +80,72 @@ def test_error_is_an_mmpi_error():
     assert issubclass(ConfigError, MMPIError)
 
 
+OK = "clusters: {low: {ranks: 2}, high: {ranks: 2}}\n"  # prepend to test other top-level keys
+
+
 @pytest.mark.parametrize(
-    ("data", "expected"),
+    ("text", "expected"),
     [
         # unknown keys, at every level
-        (job(clusterz={}), "top level: unknown key 'clusterz'"),
-        (job(launcher={"cmd": "x"}), "launcher: unknown key 'cmd'"),
-        (job(zipper=[{"hots": "z"}]), "zipper[0]: unknown key 'hots'"),
-        (job(zipper=[{}, {"host": "z", "interfaces": {"mid": "e"}}]), "zipper[1].interfaces: unknown key 'mid'"),
-        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1}, "mid": {}}}, "clusters: unknown key 'mid'"),
-        ({"clusters": {"low": {"ranks": 1, "host": ["a"]}, "high": {"ranks": 1}}}, "clusters.low: unknown key 'host'"),
-        (job(timeouts={"conect": 3}), "timeouts: unknown key 'conect'"),
+        (OK + "clusterz: {}", "top level: unknown key 'clusterz'"),
+        (OK + "launcher: {cmd: x}", "launcher: unknown key 'cmd'"),
+        (OK + "zipper: [{hots: z}]", "zipper[0]: unknown key 'hots'"),
+        (OK + "zipper: [{}, {interfaces: {mid: e}}]", "zipper[1].interfaces: unknown key 'mid'"),
+        ("clusters: {low: {ranks: 1}, high: {ranks: 1}, mid: {}}", "clusters: unknown key 'mid'"),
+        ("clusters: {low: {ranks: 1, host: [a]}, high: {ranks: 1}}",
+         "clusters.low: unknown key 'host'"),
+        (OK + "timeouts: {conect: 3}", "timeouts: unknown key 'conect'"),
         # wrong types and values
-        ({"clusters": {"low": {"ranks": 2}, "high": {"ranks": -1}}}, "clusters.high.ranks: expected a positive integer, got -1"),
-        ({"clusters": {"low": {"ranks": 0}, "high": {"ranks": 1}}}, "clusters.low.ranks: expected a positive integer, got 0"),
-        ({"clusters": {"low": {"ranks": True}, "high": {"ranks": 1}}}, "clusters.low.ranks: expected a positive integer, got true"),
-        ({"clusters": {"low": {"ranks": "2"}, "high": {"ranks": 1}}}, "clusters.low.ranks: expected a positive integer, got '2'"),
-        ({"clusters": {"low": {"ranks": 1, "hosts": ["a", 3]}, "high": {"ranks": 1}}}, "clusters.low.hosts[1]: expected a host name, got 3"),
-        ({"clusters": {"low": {"ranks": 1, "hosts": "a,b"}, "high": {"ranks": 1}}}, "clusters.low.hosts: expected a list, got 'a,b'"),
-        ({"clusters": {"low": {"ranks": 1, "hosts": []}, "high": {"ranks": 1}}}, "clusters.low.hosts: expected at least one host name"),
-        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1, "interface": 5}}}, "clusters.high.interface: expected a device name, got 5"),
-        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1, "env": {"X": None}}}}, "clusters.high.env.X: expected a string, got null"),
-        ({"clusters": {"low": {"ranks": 1}, "high": {"ranks": 1, "env": ["X=1"]}}}, "clusters.high.env: expected a mapping"),
-        (job(env={"MMPI_CLUSTER": "low"}), "env.MMPI_CLUSTER: variables named MMPI_* are set by mmpi-run"),
-        (job(env={"BAD-NAME": "1"}), "env: expected an environment variable name, got 'BAD-NAME'"),
-        (job(zipper=[{"forwarders": 0}]), "zipper[0].forwarders: expected a positive integer, got 0"),
-        (job(zipper=[{"host": "a b"}]), "zipper[0].host: expected a host name, got 'a b'"),
-        (job(zipper=[{"interfaces": {"low": "eth0"}}]), "zipper[0].interfaces: give the device on both subnets"),
-        (job(zipper=[]), "zipper: expected at least one zipper node"),
-        (job(zipper={"host": "z"}), "zipper: expected a list, got a mapping"),
-        (job(launcher={"args": ["-v", 1]}), "launcher.args[1]: expected a string, got 1"),
-        (job(launcher={"command": None}), "launcher.command: expected a command, got null"),
-        (job(timeouts={"connect": -5}), "timeouts.connect: expected a positive number of seconds, got -5"),
-        (job(timeouts={"connect": "60s"}), "timeouts.connect: expected a positive number of seconds, got '60s'"),
+        ("clusters: {low: {ranks: 2}, high: {ranks: -1}}",
+         "clusters.high.ranks: expected a positive integer, got -1"),
+        ("clusters: {low: {ranks: 0}, high: {ranks: 1}}",
+         "clusters.low.ranks: expected a positive integer, got 0"),
+        ("clusters: {low: {ranks: true}, high: {ranks: 1}}",
+         "clusters.low.ranks: expected a positive integer, got true"),
+        ("clusters: {low: {ranks: '2'}, high: {ranks: 1}}",
+         "clusters.low.ranks: expected a positive integer, got '2'"),
+        ("clusters: {low: {ranks: 1, hosts: [a, 3]}, high: {ranks: 1}}",
+         "clusters.low.hosts[1]: expected a host name, got 3"),
+        ("clusters: {low: {ranks: 1, hosts: 'a,b'}, high: {ranks: 1}}",
+         "clusters.low.hosts: expected a list, got 'a,b'"),
+        ("clusters: {low: {ranks: 1, hosts: []}, high: {ranks: 1}}",
+         "clusters.low.hosts: expected at least one host name"),
+        ("clusters: {low: {ranks: 1}, high: {ranks: 1, interface: 5}}",
+         "clusters.high.interface: expected a device name, got 5"),
+        ("clusters: {low: {ranks: 1}, high: {ranks: 1, env: {X: null}}}",
+         "clusters.high.env.X: expected a string, got null"),
+        ("clusters: {low: {ranks: 1}, high: {ranks: 1, env: [X=1]}}",
+         "clusters.high.env: expected a mapping"),
+        (OK + "env: {MMPI_CLUSTER: low}",
+         "env.MMPI_CLUSTER: variables named MMPI_* are set by mmpi-run"),
+        (OK + "env: {BAD-NAME: 1}", "env: expected an environment variable name, got 'BAD-NAME'"),
+        (OK + "zipper: [{forwarders: 0}]",
+         "zipper[0].forwarders: expected a positive integer, got 0"),
+        (OK + "zipper: [{host: a b}]", "zipper[0].host: expected a host name, got 'a b'"),
+        (OK + "zipper: [{interfaces: {low: eth0}}]",
+         "zipper[0].interfaces: give the device on both subnets"),
+        (OK + "zipper: []", "zipper: expected at least one zipper node"),
+        (OK + "zipper: {host: z}", "zipper: expected a list, got a mapping"),
+        (OK + "launcher: {args: [-v, 1]}", "launcher.args[1]: expected a string, got 1"),
+        (OK + "launcher: {command: null}", "launcher.command: expected a command, got null"),
+        (OK + "timeouts: {connect: -5}",
+         "timeouts.connect: expected a positive number of seconds, got -5"),
+        (OK + "timeouts: {connect: 60s}",
+         "timeouts.connect: expected a positive number of seconds, got '60s'"),
         # structure
-        ({"clusters": {"low": {"ranks": 1, "hosts": ["a"], "hostfile": "h"}, "high": {"ranks": 1}}}, "clusters.low: give either 'hosts' or 'hostfile', not both"),
-        ({"clusters": {"low": {"ranks": 1}}}, "clusters: missing required key 'high'"),
-        ({"clusters": {"low": {"ranks": 1}, "high": {}}}, "clusters.high: missing required key 'ranks'"),
-        ({"clusters": {"low": {"ranks": 1}, "high": None}}, "clusters.high: expected a mapping, got null"),
-        ({}, "top level: missing required key 'clusters'"),
-        ([1, 2], "top level: expected a mapping, got a list"),
+        ("clusters: {low: {ranks: 1, hosts: [a], hostfile: h}, high: {ranks: 1}}",
+         "clusters.low: give either 'hosts' or 'hostfile', not both"),
+        ("clusters: {low: {ranks: 1}}", "clusters: missing required key 'high'"),
+        ("clusters: {low: {ranks: 1}, high: {}}", "clusters.high: missing required key 'ranks'"),
+        ("clusters: {low: {ranks: 1}, high: null}", "clusters.high: expected a mapping, got null"),
+        ("launcher: {}", "top level: missing required key 'clusters'"),
+        ("[1, 2]", "top level: expected a mapping, got a list"),
         ("just text", "top level: expected a mapping, got 'just text'"),
-        (None, "top level: expected a mapping, got an empty document"),
+        ("", "top level: expected a mapping, got an empty document"),
     ],
 )  # fmt: skip
-def test_errors_name_the_key_path(data, expected):
-    assert expected in error_of(data)
+def test_errors_name_the_key_path(text, expected):
+    assert expected in error_of(text)
 
 
 def test_error_names_the_file(tmp_path):
@@ -180,7 +195,10 @@ def test_overrides():
     [
         ({"low": 0}, "clusters.low.ranks (from --low): expected a positive integer, got 0"),
         ({"high": -2}, "clusters.high.ranks (from --high): expected a positive integer, got -2"),
-        ({"forwarders": 0}, "zipper[0].forwarders (from --forwarders): expected a positive integer"),
+        (
+            {"forwarders": 0},
+            "zipper[0].forwarders (from --forwarders): expected a positive integer",
+        ),
     ],
 )
 def test_bad_overrides(override, expected):
@@ -190,9 +208,10 @@ def test_bad_overrides(override, expected):
 
 
 def test_forwarders_override_needs_one_zipper():
-    config = parse(job(zipper=[{"host": "z1"}, {"host": "z2"}]))
-    with pytest.raises(ConfigError, match=r"zipper\[0\].forwarders \(from --forwarders\): the job has 2"):
+    config = loads(OK + "zipper: [{host: z1}, {host: z2}]")
+    with pytest.raises(ConfigError) as info:
         with_overrides(config, forwarders=3)
+    assert "zipper[0].forwarders (from --forwarders): the job has 2 zipper nodes" in str(info.value)
 
 
 def test_cli_reports_config_errors(tmp_path, capsys):

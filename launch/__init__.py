@@ -1,0 +1,19 @@
+"""mmpi-run: start the forwarders and both cluster jobs of an mmpi program, and watch them."""
+
+from __future__ import annotations
+
+from .config import Config, ConfigError, load, with_overrides
+from .plan import Launch, Plan, make_plan
+from .runner import LaunchError, run
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "Launch",
+    "LaunchError",
+    "Plan",
+    "load",
+    "make_plan",
+    "run",
+    "with_overrides",
+]

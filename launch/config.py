@@ -1,0 +1,380 @@
+"""The job description: YAML loaded into frozen dataclasses; every error names its key path.
+
+Schema (every key except ``clusters`` is optional; the defaults are shown)::
+
+    launcher:                    # the MPI launcher used for every job (Hydra's mpiexec)
+      command: mpiexec
+      args: []                   # extra arguments put right after the command
+    zipper:                      # the dual-homed nodes; each runs `forwarders` forwarder daemons
+      - host: localhost
+        forwarders: 1
+        interfaces: {low: null, high: null}   # NIC on each subnet: both or neither
+    clusters:                    # both `low` and `high` are required
+      low:
+        ranks: 2                 # required, >= 1
+        hosts: [localhost]       # host names, or...
+        hostfile: null           # ...a Hydra host file (relative to this file); not both
+        interface: null          # network device of this cluster (sets UCX_NET_DEVICES)
+        env: {}                  # extra environment for this cluster's ranks
+      high: {ranks: 2}
+    env: {}                      # extra environment for every job
+    timeouts:
+      connect: 60                # seconds a cluster or forwarder waits for the others at start-up
+
+Environment values may be strings or numbers (numbers are converted); names starting with
+``MMPI_`` are reserved for mmpi-run. Unknown keys are rejected at every level.
+Rule: every check is a helper taking ``(value, path)``, so command-line overrides are
+validated by exactly the same code as the file, with the same key paths in the message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+
+import yaml
+
+from mmpi._rendezvous import CLUSTERS
+from mmpi.errors import MMPIError
+
+ROOT = "top level"
+DEFAULT_SOURCE = "<default job>"
+RESERVED_ENV_PREFIX = "MMPI_"
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ConfigError(MMPIError, ValueError):
+    """The job description is invalid; the message names the file and the key path."""
+
+    def __init__(self, path: str, problem: str, *, source: str | None = None) -> None:
+        self.path = path
+        self.problem = problem
+        self.source = source
+        parts = [p for p in (source, path) if p]
+        super().__init__(": ".join([*parts, problem]))
+
+
+def _empty_env() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The MPI launcher every job is started with."""
+
+    command: str = "mpiexec"
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Zipper:
+    """A dual-homed node that runs `forwarders` forwarder daemons."""
+
+    host: str = "localhost"
+    forwarders: int = 1
+    # {"low": nic, "high": nic} or empty: pinning only one NIC would cut off the other subnet.
+    interfaces: Mapping[str, str] = field(default_factory=_empty_env)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One side of the job: `ranks` processes started by one mpiexec."""
+
+    name: str
+    ranks: int
+    hosts: tuple[str, ...] = ("localhost",)
+    hostfile: str | None = None
+    interface: str | None = None
+    env: Mapping[str, str] = field(default_factory=_empty_env)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Start-up deadlines, in seconds."""
+
+    connect: float = 60
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated job description."""
+
+    low: Cluster
+    high: Cluster
+    launcher: Launcher = Launcher()
+    zipper: tuple[Zipper, ...] = (Zipper(),)
+    env: Mapping[str, str] = field(default_factory=_empty_env)
+    timeouts: Timeouts = Timeouts()
+    source: str | None = None  # where it was read from, for messages
+
+    @property
+    def clusters(self) -> tuple[Cluster, Cluster]:
+        """The clusters in virtual-rank order: low first."""
+        return (self.low, self.high)
+
+    @property
+    def forwarders(self) -> int:
+        """Total number of forwarder daemons over all zipper nodes."""
+        return sum(z.forwarders for z in self.zipper)
+
+
+# -- loading -------------------------------------------------------------------------------------
+
+
+def load(path: str | Path | None = None) -> Config:
+    """Load the job description from `path`, or the embedded default when `path` is None."""
+    if path is None:
+        text = resources.files(__package__).joinpath("default.yaml").read_text()
+        return loads(text, source=DEFAULT_SOURCE)
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError("", f"cannot read the file: {exc.strerror}", source=str(path)) from exc
+    return loads(text, source=str(path), base_dir=path.parent)
+
+
+def loads(text: str, *, source: str = "<string>", base_dir: Path | None = None) -> Config:
+    """Parse YAML text; relative host files are resolved against `base_dir`."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError("", f"invalid YAML{where}: {problem}", source=source) from exc
+    try:
+        return parse(data, base_dir=base_dir, source=source)
+    except ConfigError as exc:
+        if exc.source is None:
+            raise ConfigError(exc.path, exc.problem, source=source) from None
+        raise
+
+
+def parse(data: object, *, base_dir: Path | None = None, source: str | None = None) -> Config:
+    """Validate already-loaded YAML data and build a Config."""
+    if data is None:
+        raise ConfigError(ROOT, "expected a mapping, got an empty document")
+    top = _mapping(data, ROOT, {"launcher", "zipper", "clusters", "env", "timeouts"}, {"clusters"})
+    clusters = _mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
+    return Config(
+        low=_cluster(clusters["low"], "low", base_dir),
+        high=_cluster(clusters["high"], "high", base_dir),
+        launcher=_launcher(top.get("launcher", {}), "launcher"),
+        zipper=_zippers(top.get("zipper", [{}]), "zipper"),
+        env=_env(top.get("env", {}), "env"),
+        timeouts=_timeouts(top.get("timeouts", {}), "timeouts"),
+        source=source,
+    )
+
+
+def with_overrides(
+    config: Config,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    forwarders: int | None = None,
+) -> Config:
+    """Apply command-line overrides (``--low``, ``--high``, ``--forwarders``), validated."""
+    if low is not None:
+        ranks = _positive_int(low, "clusters.low.ranks (from --low)")
+        config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=ranks))
+    if high is not None:
+        ranks = _positive_int(high, "clusters.high.ranks (from --high)")
+        config = dataclasses.replace(config, high=dataclasses.replace(config.high, ranks=ranks))
+    if forwarders is not None:
+        path = "zipper[0].forwarders (from --forwarders)"
+        count = _positive_int(forwarders, path)
+        if len(config.zipper) != 1:
+            raise ConfigError(
+                path,
+                f"the job has {len(config.zipper)} zipper nodes; "
+                "set zipper[i].forwarders in the file instead",
+                source=config.source,
+            )
+        zipper = dataclasses.replace(config.zipper[0], forwarders=count)
+        config = dataclasses.replace(config, zipper=(zipper,))
+    return config
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def _cluster(value: object, name: str, base_dir: Path | None) -> Cluster:
+    path = f"clusters.{name}"
+    m = _mapping(value, path, {"ranks", "hosts", "hostfile", "interface", "env"}, {"ranks"})
+    hostfile = _optional_str(m.get("hostfile"), f"{path}.hostfile", "a file name", spaces=True)
+    if hostfile is not None:
+        if m.get("hosts") is not None:
+            raise ConfigError(path, "give either 'hosts' or 'hostfile', not both")
+        if base_dir is not None:
+            hostfile = str(base_dir / hostfile)  # an absolute hostfile wins the join
+        hosts: tuple[str, ...] = ()
+    else:
+        hosts = _hosts(m.get("hosts", ["localhost"]), f"{path}.hosts")
+    return Cluster(
+        name=name,
+        ranks=_positive_int(m["ranks"], f"{path}.ranks"),
+        hosts=hosts,
+        hostfile=hostfile,
+        interface=_optional_str(m.get("interface"), f"{path}.interface", "a device name"),
+        env=_env(m.get("env", {}), f"{path}.env"),
+    )
+
+
+def _launcher(value: object, path: str) -> Launcher:
+    m = _mapping(value, path, {"command", "args"})
+    command = _optional_str(m.get("command", "mpiexec"), f"{path}.command", "a command")
+    if command is None:
+        raise ConfigError(f"{path}.command", "expected a command, got null")
+    args = _list(m.get("args", []), f"{path}.args")
+    for i, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise ConfigError(f"{path}.args[{i}]", f"expected a string, got {_show(arg)}")
+    return Launcher(command=command, args=tuple(args))
+
+
+def _zippers(value: object, path: str) -> tuple[Zipper, ...]:
+    items = _list(value, path)
+    if not items:
+        raise ConfigError(path, "expected at least one zipper node, got an empty list")
+    return tuple(_zipper(item, f"{path}[{i}]") for i, item in enumerate(items))
+
+
+def _zipper(value: object, path: str) -> Zipper:
+    m = _mapping(value, path, {"host", "forwarders", "interfaces"})
+    nics = m.get("interfaces")
+    nics = _mapping({} if nics is None else nics, f"{path}.interfaces", set(CLUSTERS))
+    interfaces = {
+        c: nic
+        for c in CLUSTERS
+        if (nic := _optional_str(nics.get(c), f"{path}.interfaces.{c}", "a device name"))
+    }
+    if len(interfaces) == 1:
+        raise ConfigError(
+            f"{path}.interfaces",
+            "give the device on both subnets (low and high) or neither: "
+            "pinning one would cut the forwarder off from the other subnet",
+        )
+    return Zipper(
+        host=_host(m.get("host", "localhost"), f"{path}.host"),
+        forwarders=_positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
+        interfaces=MappingProxyType(interfaces),
+    )
+
+
+def _timeouts(value: object, path: str) -> Timeouts:
+    m = _mapping(value, path, {"connect"})
+    return Timeouts(connect=_positive_number(m.get("connect", 60), f"{path}.connect"))
+
+
+# -- checks: each takes the value and its key path -----------------------------------------------
+
+
+def _show(value: object) -> str:
+    """Describe an offending value the way it looked in the YAML."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _mapping(
+    value: object, path: str, allowed: Collection[str], required: Collection[str] = ()
+) -> dict[str, object]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"expected a mapping, got {_show(value)}")
+    for key in value:
+        if key not in allowed:
+            raise ConfigError(path, f"unknown key {key!r} (expected one of {sorted(allowed)})")
+    for key in sorted(required):
+        if key not in value:
+            raise ConfigError(path, f"missing required key {key!r}")
+    return dict(value)
+
+
+def _list(value: object, path: str) -> list[object]:
+    if not isinstance(value, list):
+        raise ConfigError(path, f"expected a list, got {_show(value)}")
+    return value
+
+
+def _positive_int(value: object, path: str) -> int:
+    # bool is an int in Python; `ranks: true` is a mistake, not 1.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(path, f"expected a positive integer, got {_show(value)}")
+    return value
+
+
+def _positive_number(value: object, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(path, f"expected a positive number of seconds, got {_show(value)}")
+    return value
+
+
+def _optional_str(value: object, path: str, what: str, *, spaces: bool = False) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or (not spaces and any(c.isspace() for c in value)):
+        raise ConfigError(path, f"expected {what}, got {_show(value)}")
+    return value
+
+
+def _host(value: object, path: str) -> str:
+    # A comma would silently split into two hosts in Hydra's `-hosts a,b`.
+    if not isinstance(value, str) or not value or "," in value or any(c.isspace() for c in value):
+        raise ConfigError(path, f"expected a host name, got {_show(value)}")
+    return value
+
+
+def _hosts(value: object, path: str) -> tuple[str, ...]:
+    items = _list(value, path)
+    if not items:
+        raise ConfigError(path, "expected at least one host name, got an empty list")
+    return tuple(_host(h, f"{path}[{i}]") for i, h in enumerate(items))
+
+
+def _env(value: object, path: str) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            path, f"expected a mapping of variable names to values, got {_show(value)}"
+        )
+    env: dict[str, str] = {}
+    for name, val in value.items():
+        key = f"{path}.{name}"
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ConfigError(path, f"expected an environment variable name, got {_show(name)}")
+        if name.startswith(RESERVED_ENV_PREFIX):
+            raise ConfigError(key, f"variables named {RESERVED_ENV_PREFIX}* are set by mmpi-run")
+        # Numbers are accepted because `OMP_NUM_THREADS: 1` is what people write; booleans and
+        # null are not, since "True"/"None" is never what they meant.
+        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+            raise ConfigError(key, f"expected a string, got {_show(val)}")
+        env[name] = str(val)
+    return MappingProxyType(env)
+
+
+__all__ = [
+    "ConfigError",
+    "Config",
+    "Cluster",
+    "Launcher",
+    "Timeouts",
+    "Zipper",
+    "load",
+    "loads",
+    "parse",
+    "with_overrides",
+]

@@ -1,0 +1,203 @@
+r"""Turn a job description into the exact mpiexec command lines and environments; no side effects.
+
+The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi/_rendezvous.py):
+
+- forwarder i (``fwd<i>``), one per daemon over all zipper nodes, started first::
+
+      mpiexec [args] -n 1 [-hosts ZIPPER] PYTHON -m forwarder
+              --rendezvous DIR --index i --connect-timeout T
+      env: MMPI_RENDEZVOUS=DIR [UCX_NET_DEVICES=<low nic>,<high nic>] + the job's env
+
+- then cluster ``low``, then cluster ``high``::
+
+      mpiexec [args] -n N [-hosts h1,h2 | -f HOSTFILE] -prepend-pattern MARK COMMAND...
+      env: MMPI_RENDEZVOUS=DIR MMPI_CLUSTER=c MMPI_CONNECT_TIMEOUT=T MMPI_FORWARDERS=F
+           MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT=ceil(T) [UCX_NET_DEVICES=<interface>]
+           + the job's env + the cluster's env
+
+``-hosts`` is left out when every host is ``localhost``; a ``Launch.env`` holds only these
+additions (the runner merges them over ``os.environ``).
+
+Rule: MMPI_* variables always come from the plan; the job's ``env`` and the cluster's ``env``
+may override the MPICH/UCX settings, the cluster's last.
+
+Why ``-prepend-pattern`` rather than ``-prepend-rank``: Hydra (MPICH 5.0.2) prefixes every
+*chunk* it reads from a rank, not every line, and interleaves chunks of different ranks in
+mid-line: with PYTHONUNBUFFERED=1, ``print("hi")`` from ranks 0 and 1 can reach us as
+``[0] hi[1] hi\n[0] \n``. The pattern ``\x1f[%r] `` keeps the familiar ``[k] `` prefix but
+starts with a byte no program prints, so the runner can cut the stream into per-rank chunks
+without guessing and rebuild whole lines. Hydra expands the pattern in mpiexec itself, so it
+never travels to remote hosts.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from mmpi import _rendezvous as rv
+
+from .config import Cluster, Config
+
+FORWARDER = "forwarder"
+CLUSTER = "cluster"
+ROLES = (FORWARDER, CLUSTER)
+
+# Hydra output prefix for cluster jobs; runner.py splits the stream on CHUNK_MARK.
+CHUNK_MARK = "\x1f"
+PREPEND_PATTERN = CHUNK_MARK + "[%r] "
+
+LOCALHOST = "localhost"
+RENDEZVOUS_PLACEHOLDER = "<rendezvous-dir>"  # what --dry-run shows instead of a real directory
+CONNECT_TIMEOUT_CVAR = "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT"
+NET_DEVICES = "UCX_NET_DEVICES"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One process the runner starts: normally one mpiexec job."""
+
+    name: str
+    role: str  # FORWARDER or CLUSTER
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)  # only what the plan adds to os.environ
+    ranks: int = 1  # processes the job starts
+    first_vrank: int = 0  # virtual rank of the job's local rank 0 (clusters)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(
+                f"launch {self.name!r}: role must be one of {ROLES}, got {self.role!r}"
+            )
+        if not self.argv:
+            raise ValueError(f"launch {self.name!r}: empty argv")
+        # Freeze what callers hand in, so a Plan cannot change after it was described.
+        object.__setattr__(self, "argv", tuple(self.argv))
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+
+    def describe(self) -> str:
+        """Render this launch: a heading, the command line and the added environment."""
+        if self.role == CLUSTER:
+            last = self.first_vrank + self.ranks - 1
+            what = f"cluster, {self.ranks} ranks, virtual ranks {self.first_vrank}-{last}"
+        else:
+            what = FORWARDER
+        lines = [f"{self.name} ({what})", "  $ " + " ".join(_quote(a) for a in self.argv)]
+        lines += [f"    {k}={_quote(v)}" for k, v in self.env.items()]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The launches of one mmpi job, in the order they must be started."""
+
+    launches: tuple[Launch, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "launches", tuple(self.launches))
+        names = [launch.name for launch in self.launches]
+        if len(set(names)) != len(names):
+            raise ValueError(f"launch names must be unique, got {names}")
+
+    @property
+    def forwarders(self) -> tuple[Launch, ...]:
+        """The forwarder launches."""
+        return tuple(x for x in self.launches if x.role == FORWARDER)
+
+    @property
+    def clusters(self) -> tuple[Launch, ...]:
+        """The cluster launches, low first."""
+        return tuple(x for x in self.launches if x.role == CLUSTER)
+
+    def describe(self) -> str:
+        """Render the plan for --dry-run: name, shell-quoted command line, added environment."""
+        head = f"mmpi-run plan: {len(self.launches)} jobs, started in this order"
+        return "\n".join([head, *(launch.describe() for launch in self.launches)]) + "\n"
+
+
+def make_plan(
+    config: Config, command: Sequence[str], rendezvous: str, python: str = sys.executable
+) -> Plan:
+    """Build the launches for `command` under `config`; `rendezvous` is the job directory."""
+    if not command:
+        raise ValueError("make_plan: the command to run is empty")
+    rendezvous = str(rendezvous)
+    timeout = _seconds(config.timeouts.connect)
+    launcher = [config.launcher.command, *config.launcher.args]
+    launches: list[Launch] = []
+
+    index = 0
+    for zipper in config.zipper:
+        env: dict[str, str] = {}
+        if zipper.interfaces:
+            # One UCX port then advertises exactly the two subnets' NICs.
+            env[NET_DEVICES] = ",".join(dict.fromkeys(zipper.interfaces[c] for c in rv.CLUSTERS))
+        env.update(config.env)
+        env[rv.ENV_RENDEZVOUS] = rendezvous
+        hosts = [] if zipper.host == LOCALHOST else ["-hosts", zipper.host]
+        for _ in range(zipper.forwarders):
+            argv = [
+                *launcher, "-n", "1", *hosts,
+                python, "-m", "forwarder",
+                "--rendezvous", rendezvous, "--index", str(index), "--connect-timeout", timeout,
+            ]  # fmt: skip
+            launches.append(Launch(f"fwd{index}", FORWARDER, tuple(argv), env))
+            index += 1
+
+    first_vrank = 0
+    for cluster in config.clusters:
+        env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect))}
+        if cluster.interface:
+            env[NET_DEVICES] = cluster.interface
+        env.update(config.env)
+        env.update(cluster.env)
+        env.update(
+            {
+                rv.ENV_RENDEZVOUS: rendezvous,
+                rv.ENV_CLUSTER: cluster.name,
+                rv.ENV_CONNECT_TIMEOUT: timeout,
+                rv.ENV_FORWARDERS: str(config.forwarders),
+            }
+        )
+        argv = [
+            *launcher, "-n", str(cluster.ranks), *_host_args(cluster),
+            "-prepend-pattern", PREPEND_PATTERN, *command,
+        ]  # fmt: skip
+        launches.append(Launch(cluster.name, CLUSTER, tuple(argv), env, cluster.ranks, first_vrank))
+        first_vrank += cluster.ranks
+    return Plan(tuple(launches))
+
+
+def _host_args(cluster: Cluster) -> list[str]:
+    if cluster.hostfile is not None:
+        return ["-f", cluster.hostfile]
+    if all(host == LOCALHOST for host in cluster.hosts):
+        return []  # Hydra's default already is this machine
+    return ["-hosts", ",".join(cluster.hosts)]
+
+
+def _seconds(value: float) -> str:
+    """Seconds as the shortest decimal text: 60, 2.5."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _quote(text: str) -> str:
+    """Shell-quote `text`; non-printable characters use bash's $'...' so they stay visible."""
+    if text.isprintable():
+        return shlex.quote(text)
+    body = "".join(ch if ch.isprintable() and ch not in "\\'" else _escape(ch) for ch in text)
+    return f"$'{body}'"
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+__all__ = ["Launch", "Plan", "make_plan", "FORWARDER", "CLUSTER", "PREPEND_PATTERN", "CHUNK_MARK"]

@@ -1,0 +1,486 @@
+"""Run a Plan: start the jobs in order, label their output, stop everything on the first failure.
+
+Rules:
+- Every job leads its own process group (``start_new_session``): stopping a job signals the
+  whole group (mpiexec, its local proxies and ranks), and a Ctrl-C in the terminal reaches only
+  mmpi-run, which then stops the jobs itself.
+- Whatever happens, every group we started is sent SIGKILL before ``run`` returns, so no rank
+  outlives mmpi-run on this machine (remote ranks are Hydra's to stop when mpiexec dies); if
+  mmpi-run itself is SIGKILLed, the kernel sends each mpiexec SIGTERM (Linux PDEATHSIG).
+- Output is written one whole line at a time under one lock; lines never interleave.
+- The rendezvous directory is always removed; after a failure, MPICH shared-memory files that
+  appeared during the run and are no longer in use are removed too.
+- Success is: every cluster job exits 0, then every forwarder exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, NamedTuple
+
+from mmpi.errors import MMPIError
+
+from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
+
+POLL_INTERVAL = 0.05  # seconds between checks of the jobs; 2 cores, so never spin
+TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+EARLY_EXIT_GRACE = 5.0  # a forwarder exiting 0 at the very end races with mpiexec's own exit
+SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finished
+READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
+SHM_GLOB = "/dev/shm/mpich_shm_*"
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+_MARK = CHUNK_MARK.encode()
+_CHUNK_HEAD = re.compile(rb"\[(\d+)\] ")
+
+
+class LaunchError(MMPIError, RuntimeError):
+    """A job could not be started."""
+
+
+class _Terminated(BaseException):
+    """mmpi-run itself received SIGTERM or SIGHUP (a BaseException, like KeyboardInterrupt)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Output:
+    """Our stdout/stderr, shared by the reader threads: whole lines only, one at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._broken: set[str] = set()
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            if stream in self._broken:
+                return
+            # Looked up on every call so that redirections (pytest's capsys) are honoured.
+            out = sys.stdout if stream == "stdout" else sys.stderr
+            try:
+                out.write(text)
+                out.flush()
+            except (OSError, ValueError):
+                # `mmpi-run ... | head` closed the pipe: keep draining the jobs, print nothing.
+                self._broken.add(stream)
+
+    def message(self, text: str) -> None:
+        self.write("stderr", f"mmpi-run: {text}\n")
+
+
+class _Line(NamedTuple):
+    """One whole line of a job's output, before it is written."""
+
+    label: str  # "[fwd0] ", "[low:1 v1] ", "[low] "
+    text: str  # without the newline
+    maybe_mpiexec: bool  # not known to come from a rank: could be mpiexec's own message
+
+    def __str__(self) -> str:
+        return f"{self.label}{self.text}\n"
+
+
+class _Labeller:
+    """Label each line of one process's output with its name (forwarders)."""
+
+    def __init__(self, name: str) -> None:
+        self._label = f"[{name}] "
+
+    def feed(self, raw: bytes) -> list[_Line]:
+        """Take one line of the raw stream (it ends in a newline except at EOF)."""
+        return [_Line(self._label, raw.decode(errors="replace").removesuffix("\n"), True)]
+
+    def flush(self) -> list[_Line]:
+        """Return the unfinished lines, at EOF: none, feed() had whole lines."""
+        return []
+
+
+class _RankDemux:
+    """Rebuild whole per-rank lines from Hydra's chunk-prefixed output of one cluster job.
+
+    Hydra writes ``MARK[k] `` before every chunk a rank wrote and after every newline inside
+    a chunk, and chunks of different ranks may follow each other in mid-line. So: split on
+    MARK, give each piece to the rank its head names, and keep a partial line per rank.
+    Text with no head at the start of a line is mpiexec's own (labelled ``[cluster] ``).
+    """
+
+    def __init__(self, cluster: str, first_vrank: int) -> None:
+        self._cluster = cluster
+        self._first_vrank = first_vrank
+        self._partial: dict[int | None, bytes] = {}
+
+    def feed(self, raw: bytes) -> list[_Line]:
+        """Take one line of the raw stream (it ends in a newline except at EOF)."""
+        out: list[_Line] = []
+        pieces = raw.split(_MARK)
+        rank: int | None = None
+        self._add(rank, pieces[0], out)
+        for piece in pieces[1:]:
+            head = _CHUNK_HEAD.match(piece)
+            if head:
+                rank, piece = int(head[1]), piece[head.end() :]
+            else:
+                piece = _MARK + piece  # the program printed the mark byte itself
+            self._add(rank, piece, out)
+        return out
+
+    def flush(self) -> list[_Line]:
+        """Return the unfinished lines, at EOF."""
+        out = [self._line(rank, data) for rank, data in self._partial.items()]
+        self._partial.clear()
+        return out
+
+    def _add(self, rank: int | None, data: bytes, out: list[_Line]) -> None:
+        if not data:
+            return
+        data = self._partial.pop(rank, b"") + data
+        *lines, rest = data.split(b"\n")
+        out.extend(self._line(rank, line) for line in lines)
+        if rest:
+            self._partial[rank] = rest
+
+    def _line(self, rank: int | None, data: bytes) -> _Line:
+        text = data.decode(errors="replace")
+        if rank is None:
+            return _Line(f"[{self._cluster}] ", text, True)
+        return _Line(f"[{self._cluster}:{rank} v{self._first_vrank + rank}] ", text, False)
+
+
+# What Hydra prints about a job that mmpi-run itself is stopping: "BAD TERMINATION ... EXIT
+# CODE: 15 ... Terminated (signal 15)" on every job, which would bury the real failure. These
+# lines are dropped only from jobs we are stopping and only when no rank is known to own them.
+_STOPPING_NOISE = re.compile(
+    r"|=+|=   .*|YOUR APPLICATION TERMINATED WITH THE EXIT STRING: .*"
+    r"|This typically refers to a problem with your application\."
+    r"|Please see the FAQ page for debugging suggestions"
+)
+
+
+@dataclass
+class _Job:
+    launch: Launch
+    proc: subprocess.Popen[bytes]
+    readers: list[threading.Thread] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)  # we are stopping it
+
+    @property
+    def what(self) -> str:
+        return f"{self.launch.role} {self.launch.name!r}"
+
+    def join_readers(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for reader in self.readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """Why the run stops early: the job at fault (if any), what happened, our exit status."""
+
+    what: str  # "cluster 'high' exited with status 1", "interrupted"
+    status: int
+    job: _Job | None = None
+
+
+def run(
+    plan: Plan,
+    *,
+    rendezvous: str | os.PathLike[str],
+    early_exit_grace: float = EARLY_EXIT_GRACE,
+    shutdown_grace: float = SHUTDOWN_GRACE,
+    term_grace: float = TERM_GRACE,
+) -> int:
+    """Run `plan` to completion; return 0, the failing job's status, 130 on Ctrl-C."""
+    output = _Output()
+    shm_before = _shm_files()
+    jobs: list[_Job] = []
+    failure: _Failure | None = None
+    status = 1  # what a LaunchError or a bug leaves behind
+    try:
+        try:
+            with _signals_raise():
+                try:
+                    for launch in plan.launches:
+                        jobs.append(_spawn(launch))
+                finally:
+                    # Readers start once every job is spawned: forking while other threads
+                    # run is unsafe with a preexec_fn. The pipes buffer the first output.
+                    for job in jobs:
+                        _start_readers(job, output)
+                failure = _watch(jobs, early_exit_grace, shutdown_grace)
+            status = failure.status if failure else 0
+        except KeyboardInterrupt:
+            failure = _Failure("interrupted", 130)
+            status = failure.status
+        except _Terminated as exc:
+            failure = _Failure(f"received {signal.Signals(exc.signum).name}", 128 + exc.signum)
+            status = failure.status
+        finally:
+            with _signals_ignored():
+                _shut_down(jobs, failure, output, term_grace)
+                if status != 0:
+                    _remove_new_shm(shm_before)
+    finally:
+        shutil.rmtree(rendezvous, ignore_errors=True)
+    return status
+
+
+def _shut_down(
+    jobs: list[_Job], failure: _Failure | None, output: _Output, term_grace: float
+) -> None:
+    """Report `failure`, stop what still runs, drain the output, recap what we stopped."""
+    running = [j for j in jobs if j.proc.poll() is None]
+    if failure is not None:
+        if failure.job is not None and failure.job.proc.returncode is not None:
+            # Let the failed job's last words (a traceback) come before our verdict.
+            failure.job.join_readers(0.5)
+        others = "all jobs" if failure.job is None else "the other jobs"
+        output.message(failure.what + (f"; stopping {others}" if running else ""))
+    _stop(jobs, term_grace)
+    for job in jobs:
+        job.join_readers(READER_GRACE)
+    if failure is not None and running:
+        # Hydra reports the jobs we stopped as BAD TERMINATION; say once more who failed first.
+        stopped = ", ".join(j.what for j in running)
+        output.message(f"stopped {stopped} ({failure.what}); exit status {failure.status}")
+
+
+def _spawn(launch: Launch) -> _Job:
+    try:
+        proc = subprocess.Popen(
+            launch.argv,
+            env={**os.environ, **launch.env},
+            # Three jobs cannot share one terminal's input; Hydra would also hand it to rank 0.
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),
+        )
+    except OSError as exc:
+        raise LaunchError(f"cannot start {launch.role} {launch.name!r}: {exc}") from exc
+    return _Job(launch, proc)
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """Return a preexec_fn that makes the kernel SIGTERM the job if mmpi-run dies (Linux).
+
+    Our own clean-up covers every way of stopping mmpi-run except SIGKILL (a test harness's
+    timeout, the OOM killer); then mpiexec gets SIGTERM and stops its ranks itself.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # mmpi-run died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _start_readers(job: _Job, output: _Output) -> None:
+    launch, proc = job.launch, job.proc
+    for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        if launch.role == CLUSTER:
+            labeller: _Labeller | _RankDemux = _RankDemux(launch.name, launch.first_vrank)
+        else:
+            labeller = _Labeller(launch.name)
+        reader = threading.Thread(
+            target=_pump,
+            args=(pipe, stream, labeller, output, job.stopping),
+            name=f"mmpi-run {launch.name} {stream}",
+            daemon=True,  # a grandchild holding the pipe open must not keep us alive
+        )
+        reader.start()
+        job.readers.append(reader)
+
+
+def _pump(
+    pipe: IO[bytes],
+    stream: str,
+    labeller: _Labeller | _RankDemux,
+    output: _Output,
+    stopping: threading.Event,
+) -> None:
+    def emit(lines: list[_Line]) -> None:
+        for line in lines:
+            if line.maybe_mpiexec and stopping.is_set() and _STOPPING_NOISE.fullmatch(line.text):
+                continue
+            output.write(stream, str(line))
+
+    with pipe:
+        for raw in iter(pipe.readline, b""):
+            emit(labeller.feed(raw))
+        emit(labeller.flush())
+
+
+def _watch(jobs: list[_Job], early_exit_grace: float, shutdown_grace: float) -> _Failure | None:
+    """Wait until the job succeeds (None) or fails (the first failure)."""
+    clusters = [j for j in jobs if j.launch.role == CLUSTER]
+    forwarders = [j for j in jobs if j.launch.role == FORWARDER]
+    forwarder_gone_at: float | None = None
+    clusters_done_at: float | None = None
+    while True:
+        for job in jobs:  # plan order: with several failures at once, report the first one
+            code = job.proc.poll()
+            if code is not None and code != 0:
+                return _Failure(f"{job.what} {_describe_status(code)}", _exit_status(code), job)
+        running = [j for j in clusters if j.proc.returncode is None]
+        forwarders_left = [j for j in forwarders if j.proc.returncode is None]
+        now = time.monotonic()
+        if not running:
+            if not forwarders_left:
+                return None
+            clusters_done_at = clusters_done_at or now
+            if now - clusters_done_at > shutdown_grace:
+                job = forwarders_left[0]
+                what = f"did not exit within {shutdown_grace:g} s after the clusters finished"
+                return _Failure(f"{job.what} {what}", 1, job)
+        elif len(forwarders_left) < len(forwarders):
+            # A forwarder that exits 0 right after the clusters disconnected races with their
+            # mpiexec's exit; only a cluster still running after the grace period is a failure.
+            forwarder_gone_at = forwarder_gone_at or now
+            if now - forwarder_gone_at > early_exit_grace:
+                job = next(j for j in forwarders if j.proc.returncode is not None)
+                what = (
+                    f"exited with status {job.proc.returncode} while cluster "
+                    f"{running[0].launch.name!r} was still running"
+                )
+                return _Failure(f"{job.what} {what}", 1, job)
+        time.sleep(POLL_INTERVAL)
+
+
+def _describe_status(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _exit_status(code: int) -> int:
+    """Map a returncode to an exit status the way shells do: killed by signal N gives 128 + N."""
+    return 128 - code if code < 0 else code
+
+
+def _stop(jobs: list[_Job], term_grace: float) -> None:
+    """SIGTERM the groups still running, wait up to `term_grace` s, then SIGKILL every group."""
+    live = [j for j in jobs if j.proc.poll() is None]
+    for job in live:
+        job.stopping.set()
+        _signal_group(job, signal.SIGTERM)
+    deadline = time.monotonic() + term_grace
+    while any(j.proc.poll() is None for j in live) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # Also the groups whose leader already exited: mpiexec may have left ranks behind.
+    for job in jobs:
+        _signal_group(job, signal.SIGKILL)
+    for job in jobs:
+        job.proc.wait()
+
+
+def _signal_group(job: _Job, signum: int) -> None:
+    # start_new_session made the leader's pid the group id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(job.proc.pid, signum)
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into _Terminated while jobs run (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise _Terminated(signum)
+
+    # A signal that was ignored when we started (nohup) stays ignored.
+    saved = {
+        s: signal.signal(s, handler)
+        for s in (signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(s) is not signal.SIG_IGN
+    }
+    try:
+        yield
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """Keep a second Ctrl-C from cutting the clean-up short and leaving jobs behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {s: signal.signal(s, signal.SIG_IGN) for s in signals}
+    try:
+        yield
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+
+
+def _shm_files() -> set[str]:
+    return set(glob.glob(SHM_GLOB))
+
+
+def _remove_new_shm(before: set[str]) -> None:
+    """Remove MPICH shm files that appeared during the run, are ours and nobody maps any more."""
+    uid = os.getuid()
+    candidates = []
+    for path in _shm_files() - before:
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_uid == uid:
+                candidates.append(path)
+    if not candidates:
+        return
+    # Another MPI job of ours may have started meanwhile; its segments are mapped, leave them.
+    in_use = _paths_in_use(Path(SHM_GLOB).parent)
+    for path in candidates:
+        if path not in in_use:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _paths_in_use(directory: Path) -> set[str]:
+    """Paths under `directory` that a live process has open or mapped (best effort, Linux)."""
+    prefix = f"{directory}/"
+    used: set[str] = set()
+    for proc in glob.glob("/proc/[0-9]*"):
+        with contextlib.suppress(OSError):
+            with open(f"{proc}/maps") as maps:
+                for line in maps:
+                    where = line.find(prefix)
+                    if where >= 0:
+                        used.add(line[where:].rstrip("\n").removesuffix(" (deleted)"))
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"{proc}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"{proc}/fd/{fd}")
+                    if target.startswith(prefix):
+                        used.add(target)
+    return used
+
+
+__all__ = ["LaunchError", "run"]

@@ -1,0 +1,457 @@
+"""Tests of launch.runner with real processes but no MPI: python one-liners stand in for jobs."""
+# ruff: noqa: D103  (test names say what they check)
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from launch import runner
+from launch.plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
+from launch.runner import LaunchError, _Labeller, _RankDemux, run
+
+M = CHUNK_MARK  # what Hydra's -prepend-pattern puts before "[k] "
+
+
+def py(code: str, *args: str, site: bool = False) -> tuple[str, ...]:
+    """Argv running the python one-liner `code` with `args`."""
+    # -S (no site-packages) halves the start-up time, which dominates these tests on 2 cores.
+    return (sys.executable, *(() if site else ("-S",)), "-c", textwrap.dedent(code), *args)
+
+
+def fwd(code: str, name: str = "fwd0") -> Launch:
+    return Launch(name, FORWARDER, py(code))
+
+
+def cluster(name: str, code: str, ranks: int = 2, first_vrank: int = 0) -> Launch:
+    return Launch(name, CLUSTER, py(code), {"JOB": name}, ranks, first_vrank)
+
+
+# A job that records its pid (and a grandchild's, in the same process group), then sleeps.
+SLEEPER = """
+import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "60"])
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(60)
+"""
+
+# Wait until the sleepers have written their pid files, then run the rest of the job.
+AFTER_SLEEPERS = """
+import os, sys, time
+while not all(os.path.exists(p) for p in sys.argv[1:]):
+    time.sleep(0.01)
+"""
+
+
+def sleeper(name: str, role: str, pidfile: Path) -> Launch:
+    return Launch(name, role, py(SLEEPER, str(pidfile)), {}, 1, 0)
+
+
+def pids(*files: Path) -> list[int]:
+    return [int(p) for f in files for p in f.read_text().split()]
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs; a zombie nobody reaps (PID 1 here does not) counts as dead."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_dead(pid_list: list[int], timeout: float = 2.0) -> list[int]:
+    """Return the pids still alive after `timeout` s (grandchildren die asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pid_list) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [p for p in pid_list if alive(p)]
+
+
+@pytest.fixture
+def rendezvous(tmp_path: Path) -> Path:
+    path = tmp_path / "rendezvous"
+    path.mkdir()
+    (path / "secret").write_text("x")
+    return path
+
+
+# -- the rank demultiplexer, no processes --------------------------------------------------------
+
+
+def feed(demux: _RankDemux | _Labeller, *raw: str | bytes) -> list[str]:
+    """Feed raw lines of a job's output; return what would be printed."""
+    lines = [x for r in raw for x in demux.feed(r.encode() if isinstance(r, str) else r)]
+    return [str(x) for x in lines]
+
+
+def test_demux_rewrites_rank_prefixes():
+    demux = _RankDemux("high", first_vrank=2)
+    assert feed(demux, f"{M}[1] text\n") == ["[high:1 v3] text\n"]
+    assert feed(demux, f"{M}[0] [1] is a list\n") == ["[high:0 v2] [1] is a list\n"]
+    assert feed(demux, "mpiexec says hi\n") == ["[high] mpiexec says hi\n"]
+    assert [x.maybe_mpiexec for x in demux.feed(b"x\n" + f"{M}[0] y\n".encode())] == [True, False]
+
+
+def test_forwarder_lines_are_labelled():
+    assert feed(_Labeller("fwd1"), "ready\n", "no newline") == [
+        "[fwd1] ready\n",
+        "[fwd1] no newline\n",
+    ]
+
+
+def test_demux_rebuilds_lines_split_and_interleaved_by_hydra():
+    # What Hydra really sent for print("hi") on 2 unbuffered ranks: chunks, not lines.
+    demux = _RankDemux("low", first_vrank=0)
+    out = feed(demux, f"{M}[0] hi{M}[1] hi\n", f"{M}[1] there\n", f"{M}[0] \n")
+    assert out == ["[low:1 v1] hi\n", "[low:1 v1] there\n", "[low:0 v0] hi\n"]
+
+
+def test_demux_keeps_partial_lines_until_eof():
+    demux = _RankDemux("low", first_vrank=0)
+    assert feed(demux, f"{M}[0] no newline") == []
+    assert feed(demux, f"{M}[1] a\x1fb\n") == ["[low:1 v1] a\x1fb\n"]
+    assert [str(x) for x in demux.flush()] == ["[low:0 v0] no newline\n"]
+    assert demux.flush() == []
+
+
+def test_demux_survives_bad_utf8():
+    assert feed(_RankDemux("low", 0), f"{M}[0] ".encode() + b"\xff\n") == ["[low:0 v0] \ufffd\n"]
+
+
+# -- real processes -----------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(20)
+def test_all_succeed(capsys, rendezvous):
+    hydra_like = f"""
+    import sys
+    sys.stdout.write("{M}[0] hel"); sys.stdout.flush()
+    sys.stdout.write("{M}[1] from rank 1\\n{M}[0] lo\\n")
+    print("not from a rank")
+    print("{M}[1] oops", file=sys.stderr)
+    """
+    plan = Plan(
+        (
+            fwd("import time; print('forwarder up'); time.sleep(0.3); print('bye')"),
+            cluster("low", hydra_like, 2, 0),
+            cluster("high", hydra_like, 2, 2),
+        )
+    )
+    assert run(plan, rendezvous=rendezvous) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines.index("[fwd0] forwarder up") < lines.index("[fwd0] bye")
+    for name, first in (("low", 0), ("high", 2)):
+        assert f"[{name}:0 v{first}] hello" in lines
+        assert f"[{name}:1 v{first + 1}] from rank 1" in lines
+        assert f"[{name}] not from a rank" in lines
+        assert f"[{name}:1 v{first + 1}] oops" in err.splitlines()
+    assert len(lines) == 8
+    assert not rendezvous.exists()
+
+
+@pytest.mark.timeout(20)
+def test_env_is_merged_over_os_environ(capsys, rendezvous, monkeypatch):
+    monkeypatch.setenv("FROM_PARENT", "yes")
+    code = "import os; print(os.environ['FROM_PARENT'], os.environ['JOB'])"
+    assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 0
+    assert capsys.readouterr().out == "[low] yes low\n"
+
+
+@pytest.mark.timeout(20)
+def test_one_failure_stops_the_others(capsys, rendezvous, tmp_path):
+    files = [tmp_path / "fwd.pid", tmp_path / "low.pid"]
+    failing = AFTER_SLEEPERS + "print('boom', file=sys.stderr); sys.exit(3)"
+    plan = Plan(
+        (
+            sleeper("fwd0", FORWARDER, files[0]),
+            sleeper("low", CLUSTER, files[1]),
+            Launch("high", CLUSTER, py(failing, *map(str, files)), {}, 2, 1),
+        )
+    )
+    start = time.monotonic()
+    assert run(plan, rendezvous=rendezvous) == 3
+    assert time.monotonic() - start < 3.0  # SIGTERM was enough: no wait for SIGKILL
+    assert wait_dead(pids(*files)) == []  # the jobs and their grandchildren
+    err = capsys.readouterr().err
+    message = "mmpi-run: cluster 'high' exited with status 3; stopping the other jobs\n"
+    assert message in err
+    assert err.index("[high] boom") < err.index(message)
+    recap = (
+        "mmpi-run: stopped forwarder 'fwd0', cluster 'low' (cluster 'high' exited with status 3)"
+    )
+    assert err.endswith(recap + "; exit status 3\n")
+    assert not rendezvous.exists()
+
+
+@pytest.mark.timeout(20)
+def test_sigterm_is_followed_by_sigkill(capsys, rendezvous, tmp_path):
+    pidfile = tmp_path / "stubborn.pid"
+    stubborn = f"""
+    import os, signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    open({str(pidfile)!r}, "w").write(str(os.getpid()))
+    time.sleep(60)
+    """
+    failing = AFTER_SLEEPERS + "sys.exit(1)"
+    plan = Plan(
+        (
+            Launch("low", CLUSTER, py(stubborn), {}, 1, 0),
+            Launch("high", CLUSTER, py(failing, str(pidfile)), {}, 1, 1),
+        )
+    )
+    start = time.monotonic()
+    assert run(plan, rendezvous=rendezvous, term_grace=0.5) == 1
+    assert 0.5 <= time.monotonic() - start < 5.0
+    assert wait_dead(pids(pidfile)) == []
+    assert "cluster 'high' exited with status 1" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(20)
+def test_hydra_banner_of_a_job_we_stop_is_dropped(capsys, rendezvous, tmp_path):
+    pidfile = tmp_path / "low.pid"
+    banner = [
+        "",
+        "=" * 83,
+        "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+        "=   EXIT CODE: 15",
+        "=" * 83,
+        "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Terminated (signal 15)",
+        "This typically refers to a problem with your application.",
+        "Please see the FAQ page for debugging suggestions",
+    ]
+    # Like mpiexec: on SIGTERM its ranks' last words, then its own banner, then exit.
+    mpiexec_like = f"""
+    import os, signal, sys, time
+    def stop(*_):
+        print("{M}[0] =   a rank's own line")
+        print({chr(10).join(banner)!r})
+        sys.exit(15)
+    signal.signal(signal.SIGTERM, stop)
+    open({str(pidfile)!r}, "w").write(str(os.getpid()))
+    print(chr(10).join({banner!r}))  # before we stop it: a real message, kept
+    time.sleep(60)
+    """
+    failing = AFTER_SLEEPERS + f"print(chr(10).join({banner!r})); sys.exit(1)"
+    plan = Plan(
+        (
+            cluster("low", mpiexec_like),
+            Launch("high", CLUSTER, py(failing, str(pidfile)), {}, 1, 2),
+        )
+    )
+    assert run(plan, rendezvous=rendezvous) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines.count("[high] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") == 1
+    assert lines.count("[low] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") == 1
+    assert "[low:0 v0] =   a rank's own line" in lines
+    assert len(lines) == 2 * len(banner) + 1
+
+
+@pytest.mark.timeout(20)
+def test_killed_by_signal(capsys, rendezvous):
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 128 + signal.SIGKILL
+    assert "mmpi-run: cluster 'low' was killed by signal SIGKILL\n" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(20)
+def test_forwarder_exiting_early_is_a_failure(capsys, rendezvous, tmp_path):
+    pidfile = tmp_path / "low.pid"
+    plan = Plan((fwd("print('leaving')"), sleeper("low", CLUSTER, pidfile)))
+    assert run(plan, rendezvous=rendezvous, early_exit_grace=0.3) == 1
+    assert wait_dead(pids(pidfile)) == []
+    err = capsys.readouterr().err
+    assert (
+        "mmpi-run: forwarder 'fwd0' exited with status 0 while cluster 'low' was still running;"
+        " stopping the other jobs\n" in err
+    )
+
+
+@pytest.mark.timeout(20)
+def test_forwarder_exiting_just_before_the_clusters_is_fine(rendezvous):
+    plan = Plan((fwd("pass"), cluster("low", "import time; time.sleep(0.5)")))
+    assert run(plan, rendezvous=rendezvous, early_exit_grace=3.0) == 0
+
+
+@pytest.mark.timeout(20)
+def test_forwarder_failure_is_reported_at_once(capsys, rendezvous, tmp_path):
+    pidfile = tmp_path / "low.pid"
+    plan = Plan(
+        (
+            Launch("fwd0", FORWARDER, py(AFTER_SLEEPERS + "sys.exit(7)", str(pidfile))),
+            sleeper("low", CLUSTER, pidfile),
+        )
+    )
+    start = time.monotonic()
+    assert run(plan, rendezvous=rendezvous, early_exit_grace=30) == 7
+    assert time.monotonic() - start < 5.0
+    assert "mmpi-run: forwarder 'fwd0' exited with status 7" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(20)
+def test_forwarder_that_never_exits(capsys, rendezvous, tmp_path):
+    pidfile = tmp_path / "fwd.pid"
+    plan = Plan((sleeper("fwd0", FORWARDER, pidfile), cluster("low", "pass")))
+    assert run(plan, rendezvous=rendezvous, shutdown_grace=0.3) == 1
+    assert wait_dead(pids(pidfile)) == []
+    err = capsys.readouterr().err
+    assert "forwarder 'fwd0' did not exit within 0.3 s after the clusters finished" in err
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_stops_everything(capsys, rendezvous, tmp_path, signum, status):
+    files = [tmp_path / "fwd.pid", tmp_path / "low.pid"]
+    # The job itself signals mmpi-run (this test process), so the signal surely comes mid-run.
+    interrupter = AFTER_SLEEPERS + f"os.kill({os.getpid()}, {int(signum)}); time.sleep(60)"
+    plan = Plan(
+        (
+            sleeper("fwd0", FORWARDER, files[0]),
+            sleeper("low", CLUSTER, files[1]),
+            Launch("high", CLUSTER, py(interrupter, *map(str, files)), {}, 1, 1),
+        )
+    )
+    previous = signal.getsignal(signal.SIGTERM)
+    assert run(plan, rendezvous=rendezvous) == status
+    assert signal.getsignal(signal.SIGTERM) is previous  # our handler was removed again
+    assert wait_dead(pids(*files)) == []
+    err = capsys.readouterr().err
+    reason = "interrupted" if signum == signal.SIGINT else "received SIGTERM"
+    assert f"mmpi-run: {reason}; stopping all jobs\n" in err
+    assert not rendezvous.exists()
+
+
+@pytest.mark.timeout(20)
+def test_a_job_that_cannot_start(rendezvous, tmp_path):
+    pidfile = tmp_path / "fwd.pid"
+    plan = Plan(
+        (
+            sleeper("fwd0", FORWARDER, pidfile),
+            Launch("low", CLUSTER, (str(tmp_path / "no-such-mpiexec"), "-n", "2"), {}, 2, 0),
+        )
+    )
+    with pytest.raises(LaunchError, match="cannot start cluster 'low'"):
+        run(plan, rendezvous=rendezvous)
+    if pidfile.exists():  # the forwarder may have been stopped before it wrote its pid
+        assert wait_dead(pids(pidfile)) == []
+    assert not rendezvous.exists()
+
+
+@pytest.mark.timeout(20)
+def test_lines_never_interleave(capsys, rendezvous):
+    # Two jobs, each with two "ranks" writing long lines in small pieces at the same time.
+    code = f"""
+    import os, sys
+    out = os.fdopen(1, "wb", buffering=0)
+    for i in range(300):
+        for r in (0, 1):
+            line = f"{{r}}-{{i}}-" + "x" * 300
+            out.write(f"{M}[{{r}}] {{line[:150]}}".encode())
+            out.write(f"{M}[{{r}}] {{line[150:]}}\\n".encode())
+    """
+    plan = Plan((cluster("low", code, 2, 0), cluster("high", code, 2, 2)))
+    assert run(plan, rendezvous=rendezvous) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 * 2 * 300
+    pattern = re.compile(r"\[(low|high):([01]) v(\d)\] ([01])-(\d+)-x{300}")
+    for line in lines:
+        m = pattern.fullmatch(line)
+        assert m, line[:80]
+        assert m[2] == m[4] and int(m[3]) == int(m[2]) + (2 if m[1] == "high" else 0)
+
+
+@pytest.mark.timeout(20)
+def test_shm_files_left_by_a_failure_are_removed(rendezvous, tmp_path, monkeypatch):
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(runner, "SHM_GLOB", str(shm / "mpich_shm_*"))
+    (shm / "mpich_shm_before").write_text("")
+    left, busy = shm / "mpich_shm_left", shm / "mpich_shm_busy"
+    # Another MPI job of ours whose segment appears during the run and stays open: leave it.
+    other = subprocess.Popen(
+        py(
+            """
+            import os, sys, time
+            while not os.path.exists(sys.argv[1]):
+                time.sleep(0.01)
+            f = open(sys.argv[2], "w")
+            time.sleep(30)
+            """,
+            str(left),
+            str(busy),
+        )
+    )
+    try:
+        # The failing job leaves a segment behind, and fails once the other one exists.
+        code = f"""
+        import os, time
+        open({str(left)!r}, "w").close()
+        while not os.path.exists({str(busy)!r}):
+            time.sleep(0.01)
+        raise SystemExit(2)
+        """
+        assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 2
+        assert sorted(p.name for p in shm.iterdir()) == ["mpich_shm_before", "mpich_shm_busy"]
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.timeout(20)
+def test_shm_files_are_left_alone_on_success(rendezvous, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "SHM_GLOB", str(tmp_path / "mpich_shm_*"))
+    code = f"open({str(tmp_path / 'mpich_shm_x')!r}, 'w').close()"
+    assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 0
+    assert (tmp_path / "mpich_shm_x").exists()
+
+
+@pytest.mark.timeout(20)
+def test_cli_reports_a_launcher_that_cannot_start(capsys, tmp_path, monkeypatch):
+    from launch.cli import main
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the rendezvous directory goes
+    job = tmp_path / "job.yaml"
+    missing = tmp_path / "no-such-mpiexec"
+    job.write_text(
+        f"launcher: {{command: {missing}}}\nclusters: {{low: {{ranks: 1}}, high: {{ranks: 1}}}}\n"
+    )
+    assert main(["-c", str(job), "python", "prog.py"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mmpi-run: cannot start forwarder 'fwd0': ")
+    assert [p.name for p in tmp_path.iterdir()] == ["job.yaml"]  # rendezvous dir removed
+
+
+@pytest.mark.timeout(20)
+def test_jobs_die_with_a_killed_runner(tmp_path):
+    # SIGKILL leaves mmpi-run no chance to clean up; the kernel must SIGTERM its jobs.
+    pidfile = tmp_path / "low.pid"
+    script = f"""
+    import sys
+    from launch.plan import Launch, Plan
+    from launch.runner import run
+    sleeper = Launch("low", "cluster", (sys.executable, "-S", "-c", {SLEEPER!r}, {str(pidfile)!r}))
+    run(Plan((sleeper,)), rendezvous={str(tmp_path / "rv")!r})
+    """
+    runner_proc = subprocess.Popen(py(script, site=True))
+    try:
+        deadline = time.monotonic() + 10
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        job_pid = pids(pidfile)[0]  # the job itself; its child is mpiexec's to stop
+        runner_proc.kill()
+        runner_proc.wait()
+        assert wait_dead([job_pid], timeout=5) == []
+    finally:
+        runner_proc.kill()
+        runner_proc.wait()
