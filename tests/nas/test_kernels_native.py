@@ -19,10 +19,16 @@ pytestmark = [
 ]
 
 
-def run_kernel(kernel: str, ranks: int, klass: str = "S", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_kernel(
+    kernel: str,
+    ranks: int,
+    klass: str = "S",
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Launch ``python -m nas_ports`` on `ranks` ranks and return the finished process."""
     assert MPIEXEC is not None
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     # Two cores: keep BLAS and friends from oversubscribing them behind MPI's back.
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -62,3 +68,17 @@ def test_unsupported_rank_count_is_refused() -> None:
 @pytest.mark.parametrize("ranks", [1, 2, 4])
 def test_cg_class_s(ranks: int) -> None:
     assert_verified(run_kernel("cg", ranks))
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_mg_class_s(ranks: int) -> None:
+    assert_verified(run_kernel("mg", ranks))
+
+
+@pytest.mark.timeout(60)
+def test_mg_class_s_without_numba() -> None:
+    # The whole-array numpy operators are MG's fallback when Numba is missing.
+    proc = run_kernel("mg", 2, env={"NAS_PORTS_NO_JIT": "1"})
+    assert_verified(proc)
+    assert "plain Python/numpy" in proc.stdout
