@@ -109,6 +109,9 @@ def _install_excepthook(world) -> None:
         try:
             sys.stderr.flush()
             sys.stdout.flush()
+            # Hydra drops what is still in its pipes when a job aborts (seen: the last
+            # traceback lines lost in 4 of 40 runs); give it a moment to forward them.
+            time.sleep(0.3)
         finally:
             world.Abort(1)
 

@@ -1,61 +1,63 @@
 """Turning mpi4py-style buffer arguments into flat byte views, with errors that say what is wrong.
 
-mmpi moves bytes: locally through native MPI with MPI.BYTE, across the zipper through the
-forwarder. So a buffer must be contiguous and its datatype, when given, predefined and
-contiguous; anything else is refused with a clear error instead of being sent garbled.
+mmpi moves bytes: locally through native MPI, across the zipper through the forwarder. So a
+buffer must be contiguous and its datatype, when given, predefined; anything else is refused
+with a clear error instead of being sent garbled. Reductions also need the element datatype,
+which is taken from the spec or inferred from the buffer (numpy dtype / buffer format).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 from mpi4py import MPI
 
 from .errors import BufferError_
 
 _EMPTY = memoryview(bytearray(0))
+_COMPLEX = {"Zf": "F", "Zd": "D", "Zg": "G"}  # buffer-protocol names of numpy's complex types
 
 
-def _datatype_size(dt, op: str) -> int:
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A contiguous run of `count` elements of predefined datatype `dt` (extent bytes each)."""
+
+    view: memoryview  # exactly count * extent bytes, format 'B'
+    count: int
+    dt: MPI.Datatype
+    extent: int
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return len(self.view)
+
+    @property
+    def spec(self) -> list:
+        """The spec to hand to a native mpi4py call."""
+        return [self.view, self.count, self.dt]
+
+    def like(self, view: memoryview) -> list:
+        """A native spec for another buffer of the same element type."""
+        return [view, len(view) // self.extent if self.extent else 0, self.dt]
+
+
+def _extent(dt, op: str) -> int:
     if not isinstance(dt, MPI.Datatype):
         raise BufferError_(f"{op}: expected an MPI datatype in the buffer spec, got {dt!r}")
     if dt == MPI.DATATYPE_NULL:
         raise BufferError_(f"{op}: MPI.DATATYPE_NULL is not a usable datatype")
-    size = dt.Get_size()
     lb, extent = dt.Get_extent()
-    if not dt.is_predefined or lb != 0 or extent != size:
+    if not dt.is_predefined or lb != 0:
         raise BufferError_(
             f"{op}: unsupported datatype {dt.Get_name() or dt!r} "
-            "(mmpi supports predefined contiguous datatypes only)"
+            "(mmpi supports predefined datatypes only)"
         )
-    return size
+    return extent
 
 
-def as_view(spec, *, writable: bool, op: str) -> memoryview:
-    """Return a 1-D unsigned-byte view of the bytes that `spec` describes.
-
-    `spec` is what mpi4py accepts: a buffer-like object, or ``[buf, datatype]``,
-    ``[buf, count, datatype]``, ``[buf, (count, displ), datatype]`` or ``[buf, count]``.
-    """
-    if spec is None or spec is MPI.BOTTOM:
-        return _EMPTY
-    count = displ = itemsize = None
-    obj = spec
-    if isinstance(spec, (list, tuple)):
-        if not 1 <= len(spec) <= 3:
-            raise BufferError_(f"{op}: a buffer spec has 1 to 3 items, got {len(spec)}")
-        obj = spec[0]
-        rest = list(spec[1:])
-        if rest and isinstance(rest[-1], MPI.Datatype):
-            itemsize = _datatype_size(rest.pop(), op)
-        if rest:
-            cnt = rest.pop()
-            if isinstance(cnt, (list, tuple)):
-                if len(cnt) != 2:
-                    raise BufferError_(f"{op}: expected (count, displacement), got {cnt!r}")
-                count, displ = cnt
-            else:
-                count = cnt
-            if not isinstance(count, int) or count < 0:
-                raise BufferError_(f"{op}: buffer count must be an integer >= 0, got {count!r}")
+def _bytes_of(obj, *, writable: bool, op: str) -> memoryview:
     try:
         view = memoryview(obj)
     except TypeError:
@@ -67,20 +69,134 @@ def as_view(spec, *, writable: bool, op: str) -> memoryview:
         raise BufferError_(f"{op}: buffer is not contiguous (pass a contiguous copy)")
     if writable and view.readonly:
         raise BufferError_(f"{op}: receive buffer is read-only")
-    view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
-    if itemsize is None:
-        itemsize = 1 if count is None else max(1, _itemsize_of(obj))
-    start = (displ or 0) * itemsize
-    stop = len(view) if count is None else start + count * itemsize
-    if stop > len(view) or start > len(view):
-        raise BufferError_(
-            f"{op}: buffer spec asks for bytes {start}..{stop} but the buffer holds {len(view)}"
-        )
-    return view[start:stop]
+    return view
 
 
-def _itemsize_of(obj) -> int:
+def _infer(view: memoryview, op: str) -> MPI.Datatype:
+    fmt = view.format
+    if fmt == "c":
+        return MPI.BYTE
+    fmt = _COMPLEX.get(fmt.lstrip("<=@"), fmt)
     try:
-        return memoryview(obj).itemsize
-    except TypeError:
-        return 1
+        return MPI.Datatype.fromcode(np.dtype(fmt).char)
+    except (TypeError, ValueError, KeyError):
+        raise BufferError_(
+            f"{op}: cannot tell the MPI datatype of a buffer of format {view.format!r}; "
+            "pass [buffer, MPI.<TYPE>]"
+        ) from None
+
+
+def as_typed(spec, *, writable: bool, op: str) -> Typed:
+    """Parse ``buf``, ``[buf, dt]``, ``[buf, count, dt]``, ``[buf, (count, displ), dt]``,
+    ``[buf, count]`` into a Typed run."""
+    if spec is None or spec is MPI.BOTTOM:
+        return Typed(_EMPTY, 0, MPI.BYTE, 1)
+    count = displ = dt = None
+    obj = spec
+    if isinstance(spec, (list, tuple)):
+        if not 1 <= len(spec) <= 3:
+            raise BufferError_(f"{op}: a buffer spec has 1 to 3 items, got {len(spec)}")
+        obj = spec[0]
+        rest = list(spec[1:])
+        if rest and isinstance(rest[-1], MPI.Datatype):
+            dt = rest.pop()
+        if rest:
+            cnt = rest.pop()
+            if isinstance(cnt, (list, tuple)):
+                if len(cnt) != 2:
+                    raise BufferError_(f"{op}: expected (count, displacement), got {cnt!r}")
+                count, displ = cnt
+            else:
+                count = cnt
+            if not isinstance(count, (int, np.integer)) or count < 0:
+                raise BufferError_(f"{op}: buffer count must be an integer >= 0, got {count!r}")
+    raw = _bytes_of(obj, writable=writable, op=op)
+    if dt is None:
+        dt = _infer(raw, op)
+    extent = _extent(dt, op)
+    flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    start = int(displ or 0) * extent
+    if count is None:
+        count = (len(flat) - start) // extent if extent else 0
+    stop = start + int(count) * extent
+    if stop > len(flat) or start > len(flat):
+        raise BufferError_(
+            f"{op}: buffer spec asks for bytes {start}..{stop} but the buffer holds {len(flat)}"
+        )
+    return Typed(flat[start:stop], int(count), dt, extent)
+
+
+def as_view(spec, *, writable: bool, op: str) -> memoryview:
+    """A 1-D unsigned-byte view of the bytes that `spec` describes."""
+    if spec is None or spec is MPI.BOTTOM:
+        return _EMPTY
+    if not isinstance(spec, (list, tuple)):
+        raw = _bytes_of(spec, writable=writable, op=op)
+        return raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    return as_typed(spec, writable=writable, op=op).view
+
+
+@dataclass(frozen=True, slots=True)
+class Vector:
+    """A vector-collective buffer: per-rank counts and displacements (in elements)."""
+
+    base: memoryview  # the whole buffer, format 'B'
+    counts: list[int]
+    displs: list[int]
+    dt: MPI.Datatype
+    extent: int
+
+    def block(self, i: int) -> memoryview:
+        """Bytes of rank i's block."""
+        start = self.displs[i] * self.extent
+        return self.base[start:start + self.counts[i] * self.extent]
+
+    def nbytes(self, i: int) -> int:
+        """Size of rank i's block in bytes."""
+        return self.counts[i] * self.extent
+
+
+def as_vector(spec, n: int, *, writable: bool, op: str) -> Vector:
+    """Parse ``[buf, counts]``, ``[buf, (counts, displs)]``, ``[buf, counts, dt]``,
+    ``[buf, (counts, displs), dt]`` or ``[buf, counts, displs, dt]`` for `n` ranks."""
+    if not isinstance(spec, (list, tuple)) or not 2 <= len(spec) <= 4:
+        raise BufferError_(
+            f"{op}: expected [buffer, counts, displacements, datatype] (or a shorter form), "
+            f"got {type(spec).__name__}"
+        )
+    obj, rest = spec[0], list(spec[1:])
+    dt = rest.pop() if rest and isinstance(rest[-1], MPI.Datatype) else None
+    if len(rest) == 2:
+        counts, displs = rest
+    elif len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2 and not \
+            isinstance(rest[0][0], (int, np.integer)):
+        counts, displs = rest[0]
+    elif len(rest) == 1:
+        counts, displs = rest[0], None
+    else:
+        raise BufferError_(f"{op}: cannot read counts/displacements from the buffer spec")
+    counts = [int(c) for c in counts]
+    if len(counts) != n:
+        raise BufferError_(f"{op}: {len(counts)} counts given for a communicator of size {n}")
+    if any(c < 0 for c in counts):
+        raise BufferError_(f"{op}: negative count in {counts}")
+    if displs is None:
+        displs, acc = [], 0
+        for c in counts:
+            displs.append(acc)
+            acc += c
+    displs = [int(d) for d in displs]
+    if len(displs) != n:
+        raise BufferError_(f"{op}: {len(displs)} displacements given for size {n}")
+    raw = _bytes_of(obj, writable=writable, op=op)
+    if dt is None:
+        dt = _infer(raw, op)
+    extent = _extent(dt, op)
+    flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    for i, (c, d) in enumerate(zip(counts, displs)):
+        if d < 0 or (d + c) * extent > len(flat):
+            raise BufferError_(
+                f"{op}: block of rank {i} (displacement {d}, count {c}) lies outside the "
+                f"buffer of {len(flat)} bytes"
+            )
+    return Vector(flat, counts, displs, dt, extent)

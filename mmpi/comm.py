@@ -6,6 +6,7 @@ import pickle
 
 from mpi4py import MPI
 
+from . import _collectives as C
 from ._buffers import as_view
 from ._engine import Context, Engine
 from ._topology import Layout
@@ -17,8 +18,7 @@ ANY_TAG = MPI.ANY_TAG
 PROC_NULL = MPI.PROC_NULL
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
-# Internal tags on a communicator's collective context (never visible to user matching).
-_TAG_BARRIER = 1
+_TAG_BARRIER = C.T_BARRIER
 
 
 class Comm:
@@ -271,6 +271,92 @@ class Comm:
     def barrier(self) -> None:
         """Tight barrier (lowercase alias)."""
         self.Barrier()
+
+    # -- collectives, buffer form (see _collectives for how each crosses the zipper) ------
+    def Bcast(self, buf, root: int = 0) -> None:
+        """Broadcast from `root` (one crossing, then a native bcast on the far side)."""
+        C.bcast(self, buf, root)
+
+    def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root: int = 0) -> None:
+        """Reduce to `root`: native reduce per cluster, one crossing, one combine."""
+        C.reduce(self, sendbuf, recvbuf, op, root)
+
+    def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
+        """Reduce to all: per-cluster reduce, leaders swap partials, per-cluster bcast."""
+        C.allreduce(self, sendbuf, recvbuf, op)
+
+    def Alltoall(self, sendbuf, recvbuf) -> None:
+        """All-to-all with equal blocks; cross blocks move as one message per direction."""
+        C.alltoall(self, sendbuf, recvbuf)
+
+    def Alltoallv(self, sendbuf, recvbuf) -> None:
+        """All-to-all with per-peer counts and displacements."""
+        C.alltoallv(self, sendbuf, recvbuf)
+
+    def Gather(self, sendbuf, recvbuf, root: int = 0) -> None:
+        """Gather equal blocks to `root`."""
+        C.gather(self, sendbuf, recvbuf, root)
+
+    def Gatherv(self, sendbuf, recvbuf, root: int = 0) -> None:
+        """Gather blocks of varying size to `root`."""
+        C.gatherv(self, sendbuf, recvbuf, root)
+
+    def Scatter(self, sendbuf, recvbuf, root: int = 0) -> None:
+        """Scatter equal blocks from `root`."""
+        C.scatter(self, sendbuf, recvbuf, root)
+
+    def Scatterv(self, sendbuf, recvbuf, root: int = 0) -> None:
+        """Scatter blocks of varying size from `root`."""
+        C.scatterv(self, sendbuf, recvbuf, root)
+
+    def Allgather(self, sendbuf, recvbuf) -> None:
+        """Gather equal blocks to every rank."""
+        C.allgather(self, sendbuf, recvbuf)
+
+    def Allgatherv(self, sendbuf, recvbuf) -> None:
+        """Gather blocks of varying size to every rank."""
+        C.allgatherv(self, sendbuf, recvbuf)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
+        """Reduce, then scatter equal blocks of the result."""
+        C.reduce_scatter_block(self, sendbuf, recvbuf, op)
+
+    def Scan(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
+        """Inclusive prefix reduction in virtual-rank order."""
+        C.scan(self, sendbuf, recvbuf, op, exclusive=False)
+
+    def Exscan(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
+        """Exclusive prefix reduction in virtual-rank order (rank 0's result is undefined)."""
+        C.scan(self, sendbuf, recvbuf, op, exclusive=True)
+
+    # -- collectives, pickle form -------------------------------------------------------
+    def bcast(self, obj, root: int = 0):
+        """Broadcast a picklable object."""
+        return C.bcast_obj(self, obj, root)
+
+    def reduce(self, sendobj, op=MPI.SUM, root: int = 0):
+        """Reduce objects to `root` (op: an MPI.Op or a two-argument callable)."""
+        return C.reduce_obj(self, sendobj, op, root)
+
+    def allreduce(self, sendobj, op=MPI.SUM):
+        """Reduce objects to every rank."""
+        return C.allreduce_obj(self, sendobj, op)
+
+    def gather(self, sendobj, root: int = 0):
+        """Gather objects to `root` (a list there, None elsewhere)."""
+        return C.gather_obj(self, sendobj, root)
+
+    def scatter(self, sendobj, root: int = 0):
+        """Scatter a list of objects from `root`."""
+        return C.scatter_obj(self, sendobj, root)
+
+    def allgather(self, sendobj):
+        """Gather objects to every rank."""
+        return C.allgather_obj(self, sendobj)
+
+    def alltoall(self, sendobj):
+        """Exchange one object with every rank."""
+        return C.alltoall_obj(self, sendobj)
 
 
 def _fill(status: MPI.Status | None, source: int, tag: int, nbytes: int) -> None:

@@ -1,0 +1,661 @@
+"""Cluster-aware collectives: native MPI inside each cluster, each item across the zipper once.
+
+Every collective here follows MagPIe's wide-area-optimal shape: the part inside a cluster uses
+the native (non-blocking) MPI collective on that cluster's own communicator; only what must
+cross goes through the forwarder, between one contact rank per cluster (the root, or local rank
+0 - the "leader"), as a single aggregated message per direction. Large crossings are pipelined
+by the forwarder like any large point-to-point message.
+
+Rule 1: all ranks of a cluster issue the same native collectives in the same order, and the two
+        leaders exchange internal messages on the communicator's collective context with a
+        tag per collective kind, so consecutive collectives can never be confused.
+Rule 2: cross-cluster reductions combine in canonical order (low partial op high partial) on
+        both sides, so allreduce results are bit-identical on every rank; for commutative
+        predefined ops this is done in place, needing only one extra buffer.
+Rule 3: native calls are non-blocking and waited on through the engine, which keeps draining
+        the forwarder link (see _engine Rule 1).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING
+
+import numpy as np
+from mpi4py import MPI
+
+from ._buffers import Typed, Vector, as_typed, as_vector
+from .errors import BufferError_, RankError, UsageError
+from .request import Request
+
+if TYPE_CHECKING:
+    from .comm import Comm
+
+IN_PLACE = MPI.IN_PLACE
+_BYTE = MPI.BYTE
+_I64 = MPI.INT64_T
+
+# Internal tags, one per collective kind (Rule 1).
+T_BARRIER, T_BCAST, T_REDUCE, T_ALLREDUCE, T_ALLTOALL, T_ALLTOALLV = 1, 2, 3, 4, 5, 6
+T_GATHER, T_GATHERV, T_SCATTER, T_SCATTERV, T_ALLGATHER, T_ALLGATHERV = 7, 8, 9, 10, 11, 12
+T_RSB, T_SCAN, T_OBJ = 13, 14, 15
+
+
+class _Ctx:
+    """What a collective needs to know about where it runs."""
+
+    __slots__ = ("e", "k", "L", "me", "other", "o", "nl", "oo", "no", "n", "lrank", "rank",
+                 "leader", "peer")
+
+    def __init__(self, comm: Comm) -> None:
+        e = comm._engine
+        e.check()
+        self.e, self.k = e, comm._coll
+        self.L = self.k.comm
+        lay = e.layout
+        self.me = e.cluster
+        self.other = "high" if self.me == "low" else "low"
+        self.o, self.nl = lay.offset(self.me), lay.cluster_size(self.me)
+        self.oo, self.no = lay.offset(self.other), lay.cluster_size(self.other)
+        self.n = lay.size
+        self.lrank, self.rank = e.local_rank, e.vrank
+        self.leader = self.lrank == 0
+        self.peer = self.oo  # the other cluster's leader
+
+    # cross-cluster point-to-point on the collective context
+    def send(self, view, dest: int, tag: int) -> Request:
+        return self.e.isend(self.k, memoryview(view).cast("B"), dest, tag)
+
+    def recv(self, view, source: int, tag: int, op: str) -> Request:
+        return self.e.irecv(self.k, memoryview(view).cast("B"), source, tag, op)
+
+    def send_obj(self, obj, dest: int, tag: int) -> Request:
+        return self.e.isend(self.k, memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)),
+                            dest, tag, pickled=True)
+
+    def recv_obj(self, source: int, tag: int, op: str) -> Request:
+        return self.e.irecv(self.k, None, source, tag, op, pickled=True)
+
+    def wait(self, *reqs) -> None:
+        natives = [r for r in reqs if isinstance(r, MPI.Request)]
+        ours = [r for r in reqs if isinstance(r, Request)]
+        if natives:
+            self.e.wait_all(natives)
+        if ours:
+            Request.Waitall(ours)
+
+    def root(self, root: int, op: str) -> tuple[str, int]:
+        if not isinstance(root, (int, np.integer)) or not 0 <= root < self.n:
+            raise RankError(
+                f"{op} on rank {self.rank}: root {root!r} is out of range for a communicator "
+                f"of size {self.n}"
+            )
+        return self.e.layout.locate(int(root))
+
+
+def _op(op, name: str) -> MPI.Op:
+    if not isinstance(op, MPI.Op) or op == MPI.OP_NULL:
+        raise UsageError(f"{name}: expected an MPI.Op such as MPI.SUM, got {op!r}")
+    return op
+
+
+def _combine(op: MPI.Op, mine: Typed, theirs: memoryview, mine_is_low: bool) -> None:
+    """mine := low op high, where `theirs` is the other cluster's partial (Rule 2)."""
+    tspec = mine.like(theirs)
+    if op.Is_commutative() or not mine_is_low:
+        op.Reduce_local(tspec, mine.spec)  # theirs op mine
+    else:
+        op.Reduce_local(mine.spec, tspec)  # mine op theirs, into theirs ...
+        mine.view[:] = theirs  # ... then back: non-commutative ops only
+
+
+def _same_size(op: str, what: str, mine: int, theirs: int, c: _Ctx) -> None:
+    if mine != theirs:
+        raise UsageError(
+            f"{op}: mismatched arguments: rank {c.rank} ({c.me} cluster) has {mine} bytes of "
+            f"{what}, the {c.other} cluster has {theirs}"
+        )
+
+
+# -- bcast ------------------------------------------------------------------------------------
+def bcast(comm: Comm, buf, root: int) -> None:
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "Bcast")
+    b = as_typed(buf, writable=c.rank != root, op="Bcast")
+    if rc == c.me:
+        x = c.send(b.view, c.peer, T_BCAST) if c.rank == root else None
+        c.wait(c.L.Ibcast(b.spec, rl))
+        if x is not None:
+            c.wait(x)
+    else:
+        if c.leader:
+            c.wait(c.recv(b.view, root, T_BCAST, "Bcast"))
+        c.wait(c.L.Ibcast(b.spec, 0))
+
+
+def bcast_obj(comm: Comm, obj, root: int):
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "bcast")
+    if rc == c.me:
+        x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else None
+        obj = c.L.bcast(obj, rl)
+        if x is not None:
+            c.wait(x)
+        return obj
+    if c.leader:
+        obj = c.recv_obj(root, T_OBJ, "bcast").wait()
+    return c.L.bcast(obj, 0)
+
+
+# -- reduce / allreduce -------------------------------------------------------------------------
+def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "Reduce")
+    op = _op(op, "Reduce")
+    if c.rank == root:
+        rb = as_typed(recvbuf, writable=True, op="Reduce")
+        sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Reduce")
+        if sb is not None and sb.nbytes != rb.nbytes:
+            raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
+                               f"receive buffer {rb.nbytes}")
+        theirs = bytearray(rb.nbytes)
+        r = c.recv(theirs, c.peer, T_REDUCE, "Reduce")
+        c.wait(c.L.Ireduce(IN_PLACE if sb is None else sb.spec, rb.spec, op, rl))
+        c.wait(r)
+        _combine(op, rb, memoryview(theirs), c.me == "low")
+        return
+    if sendbuf is IN_PLACE:
+        raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
+    sb = as_typed(sendbuf, writable=False, op="Reduce")
+    contact = rl if rc == c.me else 0
+    if rc != c.me and c.leader:
+        part = bytearray(sb.nbytes)
+        c.wait(c.L.Ireduce(sb.spec, sb.like(memoryview(part)), op, 0))
+        c.wait(c.send(part, root, T_REDUCE))
+    else:
+        c.wait(c.L.Ireduce(sb.spec, None, op, contact))
+
+
+def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
+    c = _Ctx(comm)
+    op = _op(op, "Allreduce")
+    rb = as_typed(recvbuf, writable=True, op="Allreduce")
+    sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Allreduce")
+    if sb is not None and sb.nbytes != rb.nbytes:
+        raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
+                           f"receive buffer {rb.nbytes}")
+    if c.leader:
+        c.wait(c.L.Ireduce(IN_PLACE if sb is None else sb.spec, rb.spec, op, 0))
+        theirs = bytearray(rb.nbytes + 1)  # one spare byte: a larger partial is caught below
+        r = c.recv(theirs, c.peer, T_ALLREDUCE, "Allreduce")
+        s = c.send(rb.view, c.peer, T_ALLREDUCE)
+        c.wait(r, s)
+        _same_size("Allreduce", "data", rb.nbytes, r.nbytes, c)
+        _combine(op, rb, memoryview(theirs)[: rb.nbytes], c.me == "low")
+    else:
+        c.wait(c.L.Ireduce(rb.spec if sb is None else sb.spec, None, op, 0))
+    c.wait(c.L.Ibcast(rb.spec, 0))
+
+
+def _obj_op(op):
+    return op if callable(op) else _op(op, "reduce")
+
+
+def reduce_obj(comm: Comm, obj, op, root: int):
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "reduce")
+    op = _obj_op(op)
+    if rc == c.me:
+        part = c.L.reduce(obj, op, rl)
+        if c.rank == root:
+            theirs = c.recv_obj(c.peer, T_OBJ, "reduce").wait()
+            return op(part, theirs) if c.me == "low" else op(theirs, part)
+        return None
+    part = c.L.reduce(obj, op, 0)
+    if c.leader:
+        c.wait(c.send_obj(part, root, T_OBJ))
+    return None
+
+
+def allreduce_obj(comm: Comm, obj, op):
+    c = _Ctx(comm)
+    op = _obj_op(op)
+    part = c.L.reduce(obj, op, 0)
+    if c.leader:
+        r = c.recv_obj(c.peer, T_OBJ, "allreduce")
+        c.wait(c.send_obj(part, c.peer, T_OBJ))
+        theirs = r.wait()
+        part = op(part, theirs) if c.me == "low" else op(theirs, part)
+    return c.L.bcast(part, 0)
+
+
+# -- alltoall ---------------------------------------------------------------------------------
+def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
+    c = _Ctx(comm)
+    rb = as_typed(recvbuf, writable=True, op="Alltoall")
+    if sendbuf is IN_PLACE:
+        sview = memoryview(bytearray(rb.view))
+    else:
+        sview = as_typed(sendbuf, writable=False, op="Alltoall").view
+    if len(sview) != rb.nbytes or rb.nbytes % c.n:
+        raise BufferError_(
+            f"Alltoall on rank {c.rank}: send buffer has {len(sview)} bytes and receive buffer "
+            f"{rb.nbytes}; both must hold one equal block per rank ({c.n} ranks)"
+        )
+    blk = rb.nbytes // c.n
+    # Same-cluster blocks: native alltoallv straight between the users' buffers.
+    counts = [blk] * c.nl
+    displs = [(c.o + j) * blk for j in range(c.nl)]
+    local = c.L.Ialltoallv([sview, (counts, displs), _BYTE], [rb.view, (counts, displs), _BYTE])
+    # Cross-cluster blocks: gather at the leader, one message each way, scatter.
+    out = sview[c.oo * blk:(c.oo + c.no) * blk]
+    inn = rb.view[c.oo * blk:(c.oo + c.no) * blk]
+    if c.leader:
+        mine = bytearray(c.nl * c.no * blk)
+        c.wait(c.L.Igather([out, _BYTE], [mine, _BYTE], 0))
+        theirs = bytearray(c.no * c.nl * blk)
+        r = c.recv(theirs, c.peer, T_ALLTOALL, "Alltoall")
+        s = c.send(mine, c.peer, T_ALLTOALL)
+        c.wait(r, s)
+        _same_size("Alltoall", "blocks for it", len(theirs), r.nbytes, c)
+        # theirs is [their rank j][my rank i] -> scatter needs [my rank i][their rank j]
+        t = np.frombuffer(theirs, np.uint8).reshape(c.no, c.nl, blk).transpose(1, 0, 2)
+        c.wait(c.L.Iscatter([np.ascontiguousarray(t), _BYTE], [inn, _BYTE], 0))
+    else:
+        c.wait(c.L.Igather([out, _BYTE], None, 0))
+        c.wait(c.L.Iscatter(None, [inn, _BYTE], 0))
+    c.wait(local)
+
+
+def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
+    c = _Ctx(comm)
+    rv = as_vector(recvbuf, c.n, writable=True, op="Alltoallv")
+    if sendbuf is IN_PLACE:
+        sv = Vector(memoryview(bytearray(rv.base)), rv.counts, rv.displs, rv.dt, rv.extent)
+    else:
+        sv = as_vector(sendbuf, c.n, writable=False, op="Alltoallv")
+    se, re_ = sv.extent, rv.extent
+    # Same-cluster blocks: native alltoallv on the users' buffers, in bytes.
+    sc = [sv.counts[c.o + j] * se for j in range(c.nl)]
+    sd = [sv.displs[c.o + j] * se for j in range(c.nl)]
+    rcn = [rv.counts[c.o + j] * re_ for j in range(c.nl)]
+    rd = [rv.displs[c.o + j] * re_ for j in range(c.nl)]
+    local = c.L.Ialltoallv([sv.base, (sc, sd), _BYTE], [rv.base, (rcn, rd), _BYTE])
+    # Cross-cluster blocks: pack, gather sizes and bytes at the leader, one exchange each way.
+    mycounts = np.array([sv.nbytes(c.oo + j) for j in range(c.no)], np.int64)
+    packed = b"".join(bytes(sv.block(c.oo + j)) for j in range(c.no))
+    if c.leader:
+        allcounts = np.empty((c.nl, c.no), np.int64)
+        c.wait(c.L.Igather([mycounts, _I64], [allcounts, _I64], 0))
+        totals = allcounts.sum(axis=1)
+        mine = bytearray(int(totals.sum()))
+        c.wait(c.L.Igatherv([packed, _BYTE], [mine, (list(map(int, totals)), None), _BYTE], 0))
+        theirc = np.empty((c.no, c.nl), np.int64)  # [their rank][my rank]
+        r1 = c.recv(theirc, c.peer, T_ALLTOALLV, "Alltoallv")
+        s1 = c.send(allcounts, c.peer, T_ALLTOALLV)
+        c.wait(r1, s1)
+        theirs = bytearray(int(theirc.sum()))
+        r2 = c.recv(theirs, c.peer, T_ALLTOALLV, "Alltoallv")
+        s2 = c.send(mine, c.peer, T_ALLTOALLV)
+        c.wait(r2, s2)
+        # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
+        starts = np.concatenate(([0], np.cumsum(theirc.ravel())))[:-1].reshape(c.no, c.nl)
+        per = [b"".join(bytes(theirs[starts[j, i]:starts[j, i] + theirc[j, i]])
+                        for j in range(c.no)) for i in range(c.nl)]
+        colc = np.ascontiguousarray(theirc.T)
+        cnt_for_me = np.empty(c.no, np.int64)
+        c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
+        sizes = [len(p) for p in per]
+        mine_in = bytearray(sizes[0])
+        c.wait(c.L.Iscatterv([b"".join(per), (sizes, None), _BYTE], [mine_in, _BYTE], 0))
+    else:
+        c.wait(c.L.Igather([mycounts, _I64], None, 0))
+        c.wait(c.L.Igatherv([packed, _BYTE], None, 0))
+        cnt_for_me = np.empty(c.no, np.int64)
+        c.wait(c.L.Iscatter(None, [cnt_for_me, _I64], 0))
+        mine_in = bytearray(int(cnt_for_me.sum()))
+        c.wait(c.L.Iscatterv(None, [mine_in, _BYTE], 0))
+    pos = 0
+    for j in range(c.no):
+        want, got = rv.nbytes(c.oo + j), int(cnt_for_me[j])
+        if want != got:
+            raise UsageError(
+                f"Alltoallv: mismatched counts: rank {c.rank} expects {want} bytes from rank "
+                f"{c.oo + j}, which sends {got}"
+            )
+        rv.block(c.oo + j)[:] = mine_in[pos:pos + got]
+        pos += got
+    c.wait(local)
+
+
+def alltoall_obj(comm: Comm, objs):
+    c = _Ctx(comm)
+    objs = list(objs)
+    if len(objs) != c.n:
+        raise UsageError(f"alltoall: rank {c.rank} passed {len(objs)} objects for {c.n} ranks")
+    local = c.L.alltoall(objs[c.o:c.o + c.nl])
+    out = objs[c.oo:c.oo + c.no]
+    gathered = c.L.gather(out, 0)
+    if c.leader:
+        r = c.recv_obj(c.peer, T_OBJ, "alltoall")
+        c.wait(c.send_obj(gathered, c.peer, T_OBJ))
+        theirs = r.wait()  # [their j][my i]
+        mine = c.L.scatter([[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
+    else:
+        mine = c.L.scatter(None, 0)
+    res = [None] * c.n
+    res[c.o:c.o + c.nl] = local
+    res[c.oo:c.oo + c.no] = mine
+    return res
+
+
+# -- gather / scatter -------------------------------------------------------------------------
+def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "Gather")
+    if c.rank == root:
+        rb = as_typed(recvbuf, writable=True, op="Gather")
+        if rb.nbytes % c.n:
+            raise BufferError_(f"Gather on root {root}: receive buffer of {rb.nbytes} bytes is "
+                               f"not {c.n} equal blocks")
+        blk = rb.nbytes // c.n
+        if sendbuf is IN_PLACE:
+            sspec = IN_PLACE
+        else:
+            sb = as_typed(sendbuf, writable=False, op="Gather")
+            _check_block("Gather", c, sb.nbytes, blk)
+            sspec = sb.spec
+        r = c.recv(rb.view[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_GATHER, "Gather")
+        c.wait(c.L.Igather(sspec, [rb.view[c.o * blk:(c.o + c.nl) * blk], _BYTE], rl))
+        c.wait(r)
+        _same_size("Gather", "blocks", c.no * blk, r.nbytes, c)
+        return
+    sb = as_typed(sendbuf, writable=False, op="Gather")
+    if rc == c.me:
+        c.wait(c.L.Igather(sb.spec, None, rl))
+    elif c.leader:
+        part = bytearray(sb.nbytes * c.nl)
+        c.wait(c.L.Igather(sb.spec, [part, _BYTE], 0))
+        c.wait(c.send(part, root, T_GATHER))
+    else:
+        c.wait(c.L.Igather(sb.spec, None, 0))
+
+
+def _check_block(op: str, c: _Ctx, have: int, blk: int) -> None:
+    if have != blk:
+        raise BufferError_(f"{op} on root {c.rank}: its own block has {have} bytes but the "
+                           f"receive buffer holds blocks of {blk}")
+
+
+def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "Gatherv")
+    if c.rank == root:
+        rv = as_vector(recvbuf, c.n, writable=True, op="Gatherv")
+        sspec = IN_PLACE if sendbuf is IN_PLACE else \
+            as_typed(sendbuf, writable=False, op="Gatherv").spec
+        ext = rv.extent
+        cnt = [rv.counts[c.o + j] * ext for j in range(c.nl)]
+        dsp = [rv.displs[c.o + j] * ext for j in range(c.nl)]
+        if sspec is IN_PLACE:
+            native = c.L.Igatherv(IN_PLACE, [rv.base, (cnt, dsp), _BYTE], rl)
+        else:
+            native = c.L.Igatherv([sspec[0], _BYTE], [rv.base, (cnt, dsp), _BYTE], rl)
+        sizes = np.empty(c.no, np.int64)
+        r1 = c.recv(sizes, c.peer, T_GATHERV, "Gatherv")
+        c.wait(r1)
+        data = bytearray(int(sizes.sum()))
+        r2 = c.recv(data, c.peer, T_GATHERV, "Gatherv")
+        c.wait(native, r2)
+        pos = 0
+        for j in range(c.no):
+            want, got = rv.nbytes(c.oo + j), int(sizes[j])
+            if got > want:
+                raise UsageError(f"Gatherv: rank {c.oo + j} sent {got} bytes, root {root} "
+                                 f"expects {want}")
+            rv.block(c.oo + j)[:got] = data[pos:pos + got]
+            pos += got
+        return
+    sb = as_typed(sendbuf, writable=False, op="Gatherv")
+    if rc == c.me:
+        c.wait(c.L.Igatherv([sb.view, _BYTE], None, rl))
+    elif c.leader:
+        sizes = np.empty(c.nl, np.int64)
+        c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], [sizes, _I64], 0))
+        data = bytearray(int(sizes.sum()))
+        c.wait(c.L.Igatherv([sb.view, _BYTE], [data, (list(map(int, sizes)), None), _BYTE], 0))
+        c.wait(c.send(sizes, root, T_GATHERV))
+        c.wait(c.send(data, root, T_GATHERV))
+    else:
+        c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], None, 0))
+        c.wait(c.L.Igatherv([sb.view, _BYTE], None, 0))
+
+
+def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "Scatter")
+    if c.rank == root:
+        sb = as_typed(sendbuf, writable=False, op="Scatter")
+        if sb.nbytes % c.n:
+            raise BufferError_(f"Scatter on root {root}: send buffer of {sb.nbytes} bytes is "
+                               f"not {c.n} equal blocks")
+        blk = sb.nbytes // c.n
+        if recvbuf is IN_PLACE:
+            rspec = IN_PLACE
+        else:
+            rb = as_typed(recvbuf, writable=True, op="Scatter")
+            _check_block("Scatter", c, rb.nbytes, blk)
+            rspec = [rb.view, _BYTE]
+        s = c.send(sb.view[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_SCATTER)
+        c.wait(c.L.Iscatter([sb.view[c.o * blk:(c.o + c.nl) * blk], _BYTE], rspec, rl))
+        c.wait(s)
+        return
+    rb = as_typed(recvbuf, writable=True, op="Scatter")
+    if rc == c.me:
+        c.wait(c.L.Iscatter(None, [rb.view, _BYTE], rl))
+    elif c.leader:
+        part = bytearray(rb.nbytes * c.nl + 1)  # spare byte: a larger block is caught below
+        r = c.recv(part, root, T_SCATTER, "Scatter")
+        c.wait(r)
+        _same_size("Scatter", "blocks", rb.nbytes * c.nl, r.nbytes, c)
+        c.wait(c.L.Iscatter([memoryview(part)[:-1], _BYTE], [rb.view, _BYTE], 0))
+    else:
+        c.wait(c.L.Iscatter(None, [rb.view, _BYTE], 0))
+
+
+def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "Scatterv")
+    if c.rank == root:
+        sv = as_vector(sendbuf, c.n, writable=False, op="Scatterv")
+        ext = sv.extent
+        sizes = np.array([sv.nbytes(c.oo + j) for j in range(c.no)], np.int64)
+        packed = b"".join(bytes(sv.block(c.oo + j)) for j in range(c.no))
+        s1 = c.send(sizes, c.peer, T_SCATTERV)
+        s2 = c.send(packed, c.peer, T_SCATTERV)
+        cnt = [sv.counts[c.o + j] * ext for j in range(c.nl)]
+        dsp = [sv.displs[c.o + j] * ext for j in range(c.nl)]
+        rspec = IN_PLACE if recvbuf is IN_PLACE else \
+            [as_typed(recvbuf, writable=True, op="Scatterv").view, _BYTE]
+        c.wait(c.L.Iscatterv([sv.base, (cnt, dsp), _BYTE], rspec, rl))
+        c.wait(s1, s2)
+        return
+    rb = as_typed(recvbuf, writable=True, op="Scatterv")
+    if rc == c.me:
+        c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], rl))
+    elif c.leader:
+        sizes = np.empty(c.nl, np.int64)
+        c.wait(c.recv(sizes, root, T_SCATTERV, "Scatterv"))
+        data = bytearray(int(sizes.sum()))
+        c.wait(c.recv(data, root, T_SCATTERV, "Scatterv"))
+        c.wait(c.L.Iscatterv([data, (list(map(int, sizes)), None), _BYTE], [rb.view, _BYTE], 0))
+    else:
+        c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], 0))
+
+
+def gather_obj(comm: Comm, obj, root: int):
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "gather")
+    if rc == c.me:
+        part = c.L.gather(obj, rl)
+        if c.rank != root:
+            return None
+        theirs = c.recv_obj(c.peer, T_OBJ, "gather").wait()
+        return part + theirs if c.me == "low" else theirs + part
+    part = c.L.gather(obj, 0)
+    if c.leader:
+        c.wait(c.send_obj(part, root, T_OBJ))
+    return None
+
+
+def scatter_obj(comm: Comm, objs, root: int):
+    c = _Ctx(comm)
+    rc, rl = c.root(root, "scatter")
+    if rc == c.me:
+        mine = None
+        if c.rank == root:
+            objs = list(objs)
+            if len(objs) != c.n:
+                raise UsageError(f"scatter: root {root} passed {len(objs)} objects for {c.n} "
+                                 "ranks")
+            c.wait(c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
+            mine = objs[c.o:c.o + c.nl]
+        return c.L.scatter(mine, rl)
+    part = c.recv_obj(root, T_OBJ, "scatter").wait() if c.leader else None
+    return c.L.scatter(part, 0)
+
+
+# -- allgather --------------------------------------------------------------------------------
+def allgather(comm: Comm, sendbuf, recvbuf) -> None:
+    c = _Ctx(comm)
+    rb = as_typed(recvbuf, writable=True, op="Allgather")
+    if rb.nbytes % c.n:
+        raise BufferError_(f"Allgather on rank {c.rank}: receive buffer of {rb.nbytes} bytes "
+                           f"is not {c.n} equal blocks")
+    blk = rb.nbytes // c.n
+    if sendbuf is IN_PLACE:
+        sspec = IN_PLACE
+    else:
+        sb = as_typed(sendbuf, writable=False, op="Allgather")
+        _check_block("Allgather", c, sb.nbytes, blk)
+        sspec = [sb.view, _BYTE]
+    mine = rb.view[c.o * blk:(c.o + c.nl) * blk]
+    theirs = rb.view[c.oo * blk:(c.oo + c.no) * blk]
+    c.wait(c.L.Iallgather(sspec, [mine, _BYTE]))
+    if c.leader:
+        r = c.recv(theirs, c.peer, T_ALLGATHER, "Allgather")
+        c.wait(r, c.send(mine, c.peer, T_ALLGATHER))
+        _same_size("Allgather", "blocks", len(theirs), r.nbytes, c)
+    c.wait(c.L.Ibcast([theirs, _BYTE], 0))
+
+
+def allgatherv(comm: Comm, sendbuf, recvbuf) -> None:
+    c = _Ctx(comm)
+    rv = as_vector(recvbuf, c.n, writable=True, op="Allgatherv")
+    ext = rv.extent
+    cnt = [rv.counts[c.o + j] * ext for j in range(c.nl)]
+    dsp = [rv.displs[c.o + j] * ext for j in range(c.nl)]
+    sspec = IN_PLACE if sendbuf is IN_PLACE else \
+        [as_typed(sendbuf, writable=False, op="Allgatherv").view, _BYTE]
+    c.wait(c.L.Iallgatherv(sspec, [rv.base, (cnt, dsp), _BYTE]))
+    total = sum(rv.nbytes(c.oo + j) for j in range(c.no))
+    theirs = bytearray(total)
+    if c.leader:
+        mine = b"".join(bytes(rv.block(c.o + j)) for j in range(c.nl))
+        r = c.recv(theirs, c.peer, T_ALLGATHERV, "Allgatherv")
+        c.wait(r, c.send(mine, c.peer, T_ALLGATHERV))
+        _same_size("Allgatherv", "blocks", total, r.nbytes, c)
+    c.wait(c.L.Ibcast([theirs, _BYTE], 0))
+    pos = 0
+    for j in range(c.no):
+        k = rv.nbytes(c.oo + j)
+        rv.block(c.oo + j)[:] = theirs[pos:pos + k]
+        pos += k
+
+
+def allgather_obj(comm: Comm, obj):
+    c = _Ctx(comm)
+    part = c.L.allgather(obj)
+    theirs = None
+    if c.leader:
+        r = c.recv_obj(c.peer, T_OBJ, "allgather")
+        c.wait(c.send_obj(part, c.peer, T_OBJ))
+        theirs = r.wait()
+    theirs = c.L.bcast(theirs, 0)
+    return part + theirs if c.me == "low" else theirs + part
+
+
+# -- reduce_scatter_block / scan / exscan -----------------------------------------------------
+def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
+    c = _Ctx(comm)
+    op = _op(op, "Reduce_scatter_block")
+    rb = as_typed(recvbuf, writable=True, op="Reduce_scatter_block")
+    if sendbuf is IN_PLACE:
+        if rb.nbytes % c.n:
+            raise BufferError_("Reduce_scatter_block: with IN_PLACE the receive buffer must "
+                               f"hold {c.n} equal blocks")
+        sb, blk = rb, rb.nbytes // c.n
+        out = rb.view[:blk]
+    else:
+        sb = as_typed(sendbuf, writable=False, op="Reduce_scatter_block")
+        blk = rb.nbytes
+        out = rb.view
+        if sb.nbytes != blk * c.n:
+            raise BufferError_(
+                f"Reduce_scatter_block on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
+                f"expected {c.n} blocks of the receive buffer's {blk}"
+            )
+    full = bytearray(sb.nbytes) if c.leader else None
+    full_spec = sb.like(memoryview(full)) if c.leader else None
+    c.wait(c.L.Ireduce(sb.spec, full_spec, op, 0))
+    if c.leader:
+        fv = memoryview(full)
+        mine = Typed(fv[c.o * blk:(c.o + c.nl) * blk], c.nl * blk // sb.extent, sb.dt, sb.extent)
+        theirs = bytearray(c.nl * blk)
+        r = c.recv(theirs, c.peer, T_RSB, "Reduce_scatter_block")
+        s = c.send(fv[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_RSB)
+        c.wait(r, s)
+        _same_size("Reduce_scatter_block", "data for it", len(theirs), r.nbytes, c)
+        _combine(op, mine, memoryview(theirs), c.me == "low")
+        c.wait(c.L.Iscatter([mine.view, _BYTE], [out, _BYTE], 0))
+    else:
+        c.wait(c.L.Iscatter(None, [out, _BYTE], 0))
+
+
+def scan(comm: Comm, sendbuf, recvbuf, op, exclusive: bool) -> None:
+    name = "Exscan" if exclusive else "Scan"
+    c = _Ctx(comm)
+    op = _op(op, name)
+    rb = as_typed(recvbuf, writable=True, op=name)
+    sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op=name)
+    data = rb if sb is None else sb
+    if c.me == "low":
+        if exclusive:
+            # The low cluster's total goes to the high cluster: an inclusive scan gives it.
+            incl = bytearray(rb.nbytes)
+            c.wait(c.L.Iscan(data.spec, rb.like(memoryview(incl)), op))
+            c.wait(c.L.Iexscan(IN_PLACE if sb is None else sb.spec, rb.spec, op))
+            last = incl
+        else:
+            c.wait(c.L.Iscan(IN_PLACE if sb is None else sb.spec, rb.spec, op))
+            last = rb.view
+        if c.lrank == c.nl - 1:
+            c.wait(c.send(last, c.peer, T_SCAN))
+        return
+    total = bytearray(rb.nbytes)
+    if c.leader:
+        c.wait(c.recv(total, c.o - 1, T_SCAN, name))
+    if exclusive:
+        part = bytearray(rb.nbytes)
+        c.wait(c.L.Iexscan(data.spec, rb.like(memoryview(part)), op))
+    else:
+        c.wait(c.L.Iscan(IN_PLACE if sb is None else sb.spec, rb.spec, op))
+    c.wait(c.L.Ibcast([total, _BYTE], 0))
+    if exclusive:
+        if c.leader:
+            rb.view[:] = total
+        else:
+            op.Reduce_local(rb.like(memoryview(total)), rb.like(memoryview(part)))
+            rb.view[:] = part
+    else:
+        op.Reduce_local(rb.like(memoryview(total)), rb.spec)  # low total op my prefix

@@ -1,0 +1,39 @@
+"""Collectives called with mismatched arguments must fail loudly, never answer wrongly.
+
+`python coll_mismatch.py CASE`; the job is expected to fail, with an error naming the problem.
+"""
+
+import sys
+
+import numpy as np
+
+from mmpi import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+case = sys.argv[1]
+high0 = getattr(comm, "layout", None).low_size if hasattr(comm, "layout") else size // 2
+in_high = rank >= high0
+
+if case == "bcast-count":  # the far cluster expects a shorter message than the root sends
+    buf = np.zeros(10 if not in_high else 5)
+    comm.Bcast(buf, root=0)
+elif case == "allreduce-count":  # one cluster reduces more elements than the other
+    n = 6 if in_high else 4
+    out = np.zeros(n)
+    comm.Allreduce(np.ones(n), out, op=MPI.SUM)
+elif case == "alltoallv-counts":  # rank 0 sends 3 items to the last rank, which expects 2
+    sc = [1] * size
+    rc = [1] * size
+    if rank == 0:
+        sc[size - 1] = 3
+    if rank == size - 1:
+        rc[0] = 2
+    send = np.zeros(sum(sc), "i4")
+    recv = np.zeros(sum(rc), "i4")
+    comm.Alltoallv([send, sc], [recv, rc])
+elif case == "gather-small-recvbuf":  # the root's receive buffer cannot hold every block
+    comm.Gather(np.zeros(4), np.zeros(4 * size - 1) if rank == 0 else None, root=0)
+else:
+    raise SystemExit(f"unknown case {case}")
+print(f"rank {rank}: NO ERROR", flush=True)

@@ -1,0 +1,45 @@
+"""Bridged collectives against numpy references, native parity, and loud mismatch errors."""
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.mark.timeout(240)
+def test_collectives_bridged_2_2_full_sizes(bridged):
+    job = bridged("coll_suite.py", low=2, high=2, timeout=220)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count("COLL OK") == 4, job.output
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("low,high", [(1, 3), (3, 2)])
+def test_collectives_bridged_uneven(bridged, low, high):
+    job = bridged("coll_suite.py", "--quick", low=low, high=high, timeout=180)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count("COLL OK") == low + high, job.output
+
+
+@pytest.mark.timeout(200)
+def test_collectives_native_same_answers(native):
+    job = native("coll_suite.py", "--quick", n=4, timeout=180)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count("COLL OK") == 4, job.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case,message,rank3_detects", [
+    ("bcast-count", r"(?i)truncat", True),
+    ("allreduce-count", r"mismatched arguments", True),
+    ("alltoallv-counts", r"rank 3 expects 8 bytes from rank 0, which sends 12", True),
+    ("gather-small-recvbuf", r"receive buffer holds blocks of 30", False),  # only the root can tell
+])
+def test_mismatched_collective_arguments_fail_loudly(bridged, case, message, rank3_detects):
+    import re
+
+    job = bridged("coll_mismatch.py", case, low=2, high=2, timeout=100)
+    assert job.returncode != 0, job.output
+    # ranks that cannot see the mismatch may finish; the ones that can must not
+    if rank3_detects:
+        assert "[high:1 v3] rank 3: NO ERROR" not in job.stdout, job.output
+    assert re.search(message, job.output), job.output
