@@ -28,15 +28,25 @@ ENABLED = numba is not None
 compile_seconds = 0.0
 
 
-def kernel(signature: str) -> Callable[[F], F]:
-    """Compile `fn` eagerly for `signature` with Numba when it is available; else return it."""
+def kernel(signature: str, *, inline: bool = False) -> Callable[[F], F]:
+    """Compile `fn` eagerly for `signature` with Numba when it is available; else return it.
+
+    `inline` marks small helpers that other kernels call once per grid point: Numba then
+    splices them into the caller instead of paying a call with a dozen array arguments.
+    """
 
     def wrap(fn: F) -> F:
         global compile_seconds
         if numba is None:
             return fn
         t0 = time.perf_counter()
-        compiled = numba.njit(signature, cache=True, nogil=True, error_model="numpy")(fn)
+        compiled = numba.njit(
+            signature,
+            cache=True,
+            nogil=True,
+            error_model="numpy",
+            inline="always" if inline else "never",
+        )(fn)
         compile_seconds += time.perf_counter() - t0
         return compiled  # type: ignore[no-any-return]
 

@@ -82,3 +82,17 @@ def test_mg_class_s_without_numba() -> None:
     proc = run_kernel("mg", 2, env={"NAS_PORTS_NO_JIT": "1"})
     assert_verified(proc)
     assert "plain Python/numpy" in proc.stdout
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_lu_class_s(ranks: int) -> None:
+    assert_verified(run_kernel("lu", ranks, timeout=110))
+
+
+@pytest.mark.timeout(60)
+def test_lu_refuses_a_count_without_a_process_grid() -> None:
+    proc = run_kernel("lu", 3)
+    assert proc.returncode != 0
+    assert "cannot run on 3 MPI rank(s)" in proc.stderr
+    assert "1, 2, 4, 6, 8" in proc.stderr
