@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, choices=(1, 2),
                     default=int(os.environ.get("MMPI_FWD_THREADS", 2)),
                     help="relay threads: 2 = one per direction (full duplex), 1 = shared")
-    args = ap.parse_args(argv)
+    args, _ = ap.parse_known_args(argv)  # extra words (e.g. test markers) are ignored
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")
     from .daemon import DEFAULT_CHUNK, Forwarder

@@ -7,6 +7,7 @@ shared port at the same instant can crash MPICH inside `Comm_accept` (see the MP
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import threading
 import time
@@ -18,12 +19,18 @@ from mmpi import _rendezvous as R
 from mmpi import protocol as P
 from mmpi._backoff import Backoff
 from mmpi._topology import Layout
-from mmpi.errors import BridgeError
+from mmpi.errors import BridgeError, MMPIError
 
 from ._relay import Link, Relay
 
 DEFAULT_CHUNK = 1 << 20
 DEFAULT_EAGER_MAX = 32 << 10
+HELLO_TIMEOUT = 10.0  # seconds a connected process has to prove it belongs to the job
+
+
+def rss_mib() -> float:
+    """Peak resident memory of this process in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class Forwarder:
@@ -47,6 +54,7 @@ class Forwarder:
         self.relays: list[Relay] = []
         self._admitted = threading.Event()
         self._failure: BaseException | None = None
+        self._last_ping = 0.0
 
     # -- start-up -------------------------------------------------------------------------
     def _watchdog(self) -> None:
@@ -58,31 +66,52 @@ class Forwarder:
             os._exit(2)  # Comm_accept cannot be interrupted any other way
 
     def _admit(self, cluster: str, port: str) -> Link:
-        ctrl = MPI.COMM_SELF.Accept(port, MPI.INFO_NULL, 0)
-        data = ctrl.Dup()
+        """Accept on `cluster`'s port until a process proves it belongs to this job.
+
+        A stranger (wrong or no secret within HELLO_TIMEOUT) is dropped with Free - not
+        Disconnect, which would wait for its cooperation - and we accept again, so the real
+        cluster, queued in its Connect, is admitted next without noticing.
+        """
+        while True:
+            ctrl = MPI.COMM_SELF.Accept(port, MPI.INFO_NULL, 0)
+            try:
+                hello = self._hello(ctrl, cluster)
+            except MMPIError as exc:
+                print(f"mmpi-forwarder[{self.index}]: refused a connection on the {cluster!r} "
+                      f"port: {exc}", file=sys.stderr, flush=True)
+                ctrl.Free()
+                continue
+            size = ctrl.Get_remote_size()
+            if hello["size"] != size:
+                raise BridgeError(f"cluster {cluster!r} says it has {hello['size']} ranks, "
+                                  f"the link has {size}")
+            return Link(cluster, ctrl, ctrl.Dup(), size, 0)
+
+    def _hello(self, ctrl: MPI.Intercomm, cluster: str) -> dict:
         st = MPI.Status()
         backoff = Backoff(spin=1e-3, max_sleep=5e-3)
+        deadline = time.monotonic() + HELLO_TIMEOUT
         while (msg := ctrl.Improbe(0, P.T_HELLO, st)) is None:
+            if time.monotonic() > deadline:
+                raise BridgeError(f"no HELLO within {HELLO_TIMEOUT:g} s")
             backoff.idle()
+        if st.Get_count(MPI.BYTE) > 4096:
+            raise BridgeError(f"oversized HELLO of {st.Get_count(MPI.BYTE)} bytes")
         buf = bytearray(st.Get_count(MPI.BYTE))
         msg.Recv([buf, MPI.BYTE])
         hello = P.decode_control(buf, ("secret", "cluster", "size"))
         secret = (self.rendezvous / R.SECRET_FILE).read_text().strip()
-        if hello["secret"] != secret or hello["cluster"] != cluster:
-            raise BridgeError(
-                f"a process connected to the {cluster!r} port without this job's secret "
-                f"(claims cluster {hello['cluster']!r}); refusing it"
-            )
-        size = ctrl.Get_remote_size()
-        if hello["size"] != size:
-            raise BridgeError(f"cluster {cluster!r} says it has {hello['size']} ranks, "
-                              f"the link has {size}")
-        return Link(cluster, ctrl, data, size, 0)
+        if hello["secret"] != secret:
+            raise BridgeError("wrong job secret")
+        if hello["cluster"] != cluster:
+            raise BridgeError(f"it claims to be cluster {hello['cluster']!r}")
+        return hello
 
     def _start(self) -> Layout:
         if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
             raise BridgeError("the forwarder needs MPI_THREAD_MULTIPLE for its relay threads, "
                               f"this MPI gives level {MPI.Query_thread()}")
+        R.write_atomic(self.rendezvous / f"forwarder.{self.index}.pid", str(os.getpid()))
         ports = {c: MPI.Open_port() for c in R.CLUSTERS}
         for c, port in ports.items():
             R.write_atomic(self.rendezvous / R.port_file(c, self.index), port)
@@ -111,7 +140,8 @@ class Forwarder:
         """Serve one bridged job from admission to shutdown; return an exit status."""
         t0 = time.monotonic()
         layout = self._start()
-        self.log(f"admitted low={layout.low_size} high={layout.high_size} ranks")
+        self.log(f"admitted low={layout.low_size} high={layout.high_size} ranks "
+                 f"(rss {rss_mib():.0f} MiB)")
         low, high = self.links["low"], self.links["high"]
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
@@ -119,10 +149,12 @@ class Forwarder:
         if self.threads == 2:
             for r in self.relays:
                 r.start()
+            self._heartbeat(lambda: any(r.is_alive() for r in self.relays))
             for r in self.relays:
                 r.join()
         else:
-            self._serve_single()
+            threading.Thread(target=self._serve_single, daemon=True).start()
+            self._heartbeat(lambda: not all(r.finished for r in self.relays))
         # Every rank has said BYE and every relayed byte is delivered: release and close.
         for link in self.links.values():
             MPI.Request.Waitall([link.ctrl.Isend([b"", MPI.BYTE], r, P.T_BYE_ACK)
@@ -132,6 +164,19 @@ class Forwarder:
             link.ctrl.Disconnect()
         self.log(self.summary(time.monotonic() - t0))
         return 0
+
+    def _heartbeat(self, running) -> None:
+        """Tell every rank we are alive every HEARTBEAT seconds while the relays run."""
+        pending: list[MPI.Request] = []
+        while running():
+            time.sleep(P.HEARTBEAT / 10)
+            if time.monotonic() - self._last_ping < P.HEARTBEAT:
+                continue
+            self._last_ping = time.monotonic()
+            pending = [r for r in pending if not r.Test()]
+            for link in self.links.values():
+                pending += [link.ctrl.Isend([b"", MPI.BYTE], r, P.T_PING)
+                            for r in range(link.size)]
 
     def _serve_single(self) -> None:
         """Both directions from one thread (for comparison: no concurrency, no GIL handoffs)."""
@@ -153,4 +198,4 @@ class Forwarder:
     def summary(self, elapsed: float) -> str:
         """One line: messages and bytes per direction."""
         parts = [f"{r.name_short} {r.messages} msgs {r.bytes} B" for r in self.relays]
-        return f"done in {elapsed:.2f} s: " + ", ".join(parts)
+        return f"done in {elapsed:.2f} s: " + ", ".join(parts) + f"; peak rss {rss_mib():.0f} MiB"

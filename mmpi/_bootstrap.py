@@ -51,11 +51,12 @@ def join():
     if error:
         raise BridgeError(error)
     ctrl = world.Connect(port, MPI.INFO_NULL, 0)
-    data = ctrl.Dup()
     if rank == 0:
+        # Proof of membership first: the forwarder checks it before anything collective.
         secret = (path / R.SECRET_FILE).read_text().strip()
         hello = P.encode_control(secret=secret, cluster=cluster, size=world.Get_size())
         ctrl.Send([hello, MPI.BYTE], 0, P.T_HELLO)
+    data = ctrl.Dup()
     layout_msg = _wait_control(ctrl, P.T_LAYOUT, timeout, cluster)
     body = P.decode_control(layout_msg, ("low", "high", "eager_max", "chunk"))
     layout = Layout(body["low"], body["high"])
@@ -66,8 +67,11 @@ def join():
         chunk=body["chunk"],
     )
     p2p, coll = engine.new_context(0), engine.new_context(1)
+    # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
+    R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {engine.vrank}")
     atexit.register(finalize)
     _install_excepthook(world)
+    _install_exit_hook(world, engine)
     return Comm(engine, p2p, coll, "MMPI_COMM_WORLD")
 
 
@@ -98,6 +102,26 @@ def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
         _engine.finalize()
+
+
+def _install_exit_hook(world, engine) -> None:
+    """sys.exit(non-zero) in one rank aborts its cluster instead of hanging the others.
+
+    Its peers may be waiting for it, and a clean goodbye would wait for them: a deadlock
+    that only mmpi-run's timeout would end. mpi4py's `python -m mpi4py` does the same.
+    """
+    real_exit = sys.exit
+
+    def exit(status=None):
+        if status not in (None, 0) and not engine.finalized:
+            print(f"mmpi: rank {engine.vrank} ({engine.cluster}:{engine.local_rank}) called "
+                  f"sys.exit({status!r}) before the job finished; aborting", file=sys.stderr,
+                  flush=True)
+            time.sleep(0.3)  # let Hydra forward the output first (see the except hook)
+            world.Abort(status if isinstance(status, int) else 1)
+        real_exit(status)
+
+    sys.exit = exit
 
 
 def _install_excepthook(world) -> None:

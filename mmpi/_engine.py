@@ -17,7 +17,9 @@ Rule 3: a forwarded large message is received chunk by chunk straight into the u
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Callable
 
 from mpi4py import MPI
@@ -26,7 +28,7 @@ from . import protocol as P
 from ._backoff import Backoff
 from ._matching import MatchQueues
 from ._topology import Layout
-from .errors import BridgeError, ProtocolError, StateError, TruncationError
+from .errors import BridgeError, ForwarderLost, ProtocolError, StateError, TruncationError
 from .request import Request
 
 _BYTE = MPI.BYTE
@@ -89,6 +91,11 @@ class Engine:
         self._status = MPI.Status()
         self._bye_acked = False
         self.finalized = False
+        self.broken: BaseException | None = None
+        # Liveness: the forwarder sends a heartbeat every protocol.HEARTBEAT seconds; MPI here
+        # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
+        self.heard = time.monotonic()
+        self.lost_after = float(os.environ.get("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER))
         self.stats = {"local_msgs": 0, "local_bytes": 0, "fwd_msgs": 0, "fwd_bytes": 0}
 
     # -- contexts ------------------------------------------------------------------------
@@ -121,6 +128,7 @@ class Engine:
             msg = ctrl.Improbe(0, _ANY_TAG, st)
             if msg is None:
                 break
+            self.heard = time.monotonic()
             self._on_forwarded(msg, st.Get_tag(), st.Get_count(_BYTE))
             did = True
         for ctx in self._ctx_list:
@@ -141,6 +149,8 @@ class Engine:
         """Progress until `ready()` holds, backing off while nothing happens."""
         if ready():
             return
+        if self.broken is not None:
+            raise self.broken
         backoff = Backoff()
         progress = self.progress
         while True:
@@ -148,7 +158,17 @@ class Engine:
                 backoff.reset()
             if ready():
                 return
+            if time.monotonic() - self.heard > self.lost_after:
+                self._lost()
             backoff.idle()
+
+    def _lost(self) -> None:
+        self.broken = ForwarderLost(
+            f"rank {self.vrank} ({self.cluster} cluster, local rank {self.local_rank}): lost "
+            f"the forwarder: nothing heard from it for {time.monotonic() - self.heard:.1f} s "
+            f"(it sends a heartbeat every {P.HEARTBEAT:g} s)"
+        )
+        raise self.broken
 
     def wait_all(self, natives: list[MPI.Request]) -> None:
         """Wait for native requests while keeping the bridge drained."""
@@ -252,6 +272,8 @@ class Engine:
                 else:
                     self._deliver_forwarded(recv, m)
             return
+        if tag == P.T_PING:
+            return
         if tag == P.T_BYE_ACK:
             self._bye_acked = True
             return
@@ -309,6 +331,10 @@ class Engine:
         """Flush sends, tell the forwarder we are done, wait for everyone, disconnect."""
         if self.finalized:
             return
+        if self.broken is not None:
+            # The bridge is gone: a clean goodbye would wait forever. End this cluster's job.
+            print(f"mmpi: {self.broken}; aborting", file=sys.stderr, flush=True)
+            self.local.Abort(1)
         pending = self._sends
         self.wait_for(lambda: all([r._poll() for r in pending]))
         self.wait_all([self.ctrl.Isend([b"", _BYTE], 0, P.T_BYE)])

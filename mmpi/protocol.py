@@ -33,6 +33,10 @@ T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link param
 T_BYE = 12  # rank -> forwarder: I have finished sending
 T_BYE_ACK = 13  # forwarder -> rank: everybody finished, you may disconnect
 T_ABORT = 14  # either way: the job is being torn down (reason in a JSON body)
+T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
+
+HEARTBEAT = 1.0  # seconds between forwarder heartbeats
+LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much silence
 
 # Message kinds carried in the envelope.
 K_P2P = 1

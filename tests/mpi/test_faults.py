@@ -1,0 +1,129 @@
+"""A failure anywhere ends the whole bridged job loudly and promptly, with no orphans."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import PROGS, ROOT, mmpi_run_cmd
+
+pytestmark = pytest.mark.mpi
+
+
+def _leftovers(marker: str) -> str:
+    p = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True)
+    return p.stdout.strip()
+
+
+def _no_orphans(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while _leftovers(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _leftovers(marker), f"processes left behind:\n{_leftovers(marker)}"
+
+
+def _bridged_fault(mode: str, victim: int, timeout: float = 60):
+    marker = f"fault-{uuid.uuid4().hex[:10]}"
+    cmd = [*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable,
+           str(PROGS / "faults.py"), mode, str(victim), marker]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return p, time.monotonic() - t0, marker
+
+
+@pytest.mark.timeout(90)
+def test_rank_that_raises_ends_the_job(tmp_path):
+    p, took, marker = _bridged_fault("raise", 3)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    assert took < 20, f"took {took:.1f} s"
+    assert "[high:1 v3] RuntimeError: injected failure on rank 3" in out, out
+    assert "cluster 'high' exited with status 1" in out, out
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+def test_rank_that_exits_nonzero_ends_the_job():
+    p, took, marker = _bridged_fault("exit", 1)
+    out = p.stdout + p.stderr
+    assert p.returncode == 3, out
+    assert took < 20, f"took {took:.1f} s"
+    assert "rank 1 (low:1) called sys.exit(3) before the job finished" in out, out
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+def test_killed_rank_ends_the_job():
+    p, took, marker = _bridged_fault("kill", 2)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    assert took < 20, f"took {took:.1f} s"
+    assert "mmpi-run:" in out, out
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+def test_killed_forwarder_ends_the_job_under_mmpi_run():
+    p, took, marker = _bridged_fault("kill-forwarder", 1)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    assert took < 20, f"took {took:.1f} s"
+    assert "forwarder 'fwd0'" in out, out
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+def test_ranks_detect_a_lost_forwarder_by_themselves(tmp_path):
+    """Three jobs started by hand (no mmpi-run watching): heartbeats must catch the loss."""
+    from mmpi._rendezvous import make_dir
+
+    rdv = make_dir(str(tmp_path))
+    marker = f"fault-{uuid.uuid4().hex[:10]}"
+    env = dict(os.environ, MMPI_RENDEZVOUS=str(rdv))
+    prog = [sys.executable, str(PROGS / "faults.py"), "kill-forwarder", "1", marker]
+    fwd = subprocess.Popen(["mpiexec", "-n", "1", sys.executable, "-m", "forwarder",
+                            "--rendezvous", str(rdv), marker], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+    jobs = [subprocess.Popen(["mpiexec", "-n", "2", *prog], env=dict(env, MMPI_CLUSTER=c),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             cwd=ROOT) for c in ("low", "high")]
+    t0 = time.monotonic()
+    outs = []
+    try:
+        for j in jobs:
+            outs.append(j.communicate(timeout=40)[0])
+    finally:
+        for j in (*jobs, fwd):
+            if j.poll() is None:
+                j.kill()
+        fwd.communicate(timeout=10)
+    took = time.monotonic() - t0
+    for j, out in zip(jobs, outs):
+        assert j.returncode != 0, out
+    text = "".join(outs)
+    for v in range(4):
+        assert f"rank {v} (" in text and "lost the forwarder" in text, text
+    assert text.count("lost the forwarder") >= 4, text
+    assert took < 25, f"took {took:.1f} s"
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+def test_cluster_that_never_connects_fails_start_up(tmp_path):
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text("clusters:\n  low: {ranks: 1}\n  high: {ranks: 1}\ntimeouts: {connect: 4}\n")
+    marker = f"never-{uuid.uuid4().hex[:10]}"
+    t0 = time.monotonic()
+    p = subprocess.run([*mmpi_run_cmd(), "-c", str(cfg), sys.executable,
+                        str(PROGS / "never_connects.py"), marker],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    took = time.monotonic() - t0
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    assert "did not connect within 4 s" in out or "no layout from the forwarder" in out, out
+    assert "should not get here" not in out
+    assert took < 30, f"took {took:.1f} s"
+    _no_orphans(marker)
