@@ -1,4 +1,4 @@
-"""Command line: ``python -m nas_ports {ep,is,cg,mg,lu} --class {S,W,A,B}`` under mpiexec/mmpi-run."""
+"""Command line: ``python -m nas_ports {ep,is,cg,mg,lu} --class {S,W,A,B}``."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -145,13 +144,13 @@ class World:
         low = _span(0, self.low_size)
         high = _span(self.low_size, self.low_size + self.high_size)
         return (
-            f"bridged: {self.low_size} on the low cluster (ranks {low}), "
-            f"{self.high_size} on the high cluster (ranks {high})"
+            f"bridged: {self.low_size} on the low cluster ({low}), "
+            f"{self.high_size} on the high cluster ({high})"
         )
 
 
 def _span(first: int, end: int) -> str:
-    return str(first) if end - first == 1 else f"{first}-{end - 1}"
+    return f"rank {first}" if end - first == 1 else f"ranks {first}-{end - 1}"
 
 
 def unsupported_ranks(world: World, kernel: str, allowed: str) -> SystemExit:
@@ -166,7 +165,7 @@ def unsupported_ranks(world: World, kernel: str, allowed: str) -> SystemExit:
 
 
 def is_power_of_two(n: int) -> bool:
-    """True for 1, 2, 4, 8, ..."""
+    """Tell whether n is 1, 2, 4, 8, ..."""
     return n >= 1 and n & (n - 1) == 0
 
 
@@ -281,7 +280,7 @@ def format_report(result: Result, world: World) -> str:
 
 
 def _number(v: float) -> str:
-    """Counts print as integers, everything else in NPB's 13-digit E format."""
+    """Format counts as integers, everything else in NPB's 13-digit E format."""
     if math.isfinite(v) and float(v).is_integer() and abs(v) < 1e15:
         return f"{int(v):>22d}"
     return f"{v:>22.13e}"
@@ -296,9 +295,3 @@ def say(world: World, *lines: str) -> None:
 def header(world: World, kernel: str, *lines: str) -> None:
     """Print the NPB banner and problem description from rank 0."""
     say(world, "", f" NAS Parallel Benchmarks 3.4 -- {kernel} Benchmark (Python port)", "", *lines)
-
-
-def fail_fast(world: World) -> None:
-    """Flush output; used before aborting a multi-rank job after an exception."""
-    sys.stdout.flush()
-    sys.stderr.flush()

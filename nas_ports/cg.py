@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+
 from mmpi import MPI
 
 from . import _npb
@@ -165,9 +166,23 @@ def partition(na: int, me: int, size: int) -> Partition:
         r_starts.append(send_start)
 
     return Partition(
-        npcols, nprows, proc_row, proc_col, firstrow, lastrow, firstcol, lastcol,
-        send_start, send_len, exch_proc, lastcol - firstcol + 1,
-        tuple(exch), tuple(s_starts), tuple(s_lens), tuple(r_starts), tuple(r_lens),
+        npcols,
+        nprows,
+        proc_row,
+        proc_col,
+        firstrow,
+        lastrow,
+        firstcol,
+        lastcol,
+        send_start,
+        send_len,
+        exch_proc,
+        lastcol - firstcol + 1,
+        tuple(exch),
+        tuple(s_starts),
+        tuple(s_lens),
+        tuple(r_starts),
+        tuple(r_lens),
     )
 
 
@@ -309,7 +324,7 @@ class Solver:
         return float(self.row_sum(local)[0])
 
     def matvec(self, v: np.ndarray, out: np.ndarray) -> None:
-        """out = A.v for the distributed matrix: local product, row reduction, transpose."""
+        """Set out = A.v for the distributed matrix: local product, row reduction, transpose."""
         part = self.part
         comm = self.comm
         w = self.w
@@ -376,7 +391,9 @@ def run(world: World, klass: str) -> Result:
     """Run CG of class `klass` on `world`; the result is complete on rank 0."""
     cls = CLASSES[klass]
     if not _npb.is_power_of_two(world.size):
-        raise _npb.unsupported_ranks(world, "cg", "a power-of-two number of ranks (1, 2, 4, 8, ...)")
+        raise _npb.unsupported_ranks(
+            world, "cg", "a power-of-two number of ranks (1, 2, 4, 8, ...)"
+        )
     _npb.header(
         world,
         "CG",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from mmpi import MPI
 
 from . import _npb
@@ -34,39 +35,31 @@ class ISClass:
 
 
 _UP, _DOWN = (1, 0), (-1, 0)
+# NPB 3.4 sizes and partial-verification keys (is.c).
+# fmt: off
 CLASSES = {
-    "S": ISClass(
-        16, 11, 9,
-        (48427, 17148, 23627, 62548, 4431),
-        (0, 18, 346, 64917, 65463),
-        (_UP, _UP, _UP, _DOWN, _DOWN),
-        max_procs=128,
-    ),
-    "W": ISClass(
-        20, 16, 10,
-        (357773, 934767, 875723, 898999, 404505),
-        (1249, 11698, 1039987, 1043896, 1048018),
-        ((1, -2), (1, -2), _DOWN, _DOWN, _DOWN),
-    ),
-    "A": ISClass(
-        23, 19, 10,
-        (2112377, 662041, 5336171, 3642833, 4250760),
-        (104, 17523, 123928, 8288932, 8388264),
-        ((1, -1), (1, -1), (1, -1), (-1, -1), (-1, -1)),
-    ),
-    "B": ISClass(
-        25, 21, 10,
-        (41869, 812306, 5102857, 18232239, 26860214),
-        (33422937, 10244, 59149, 33135281, 99),
-        (_DOWN, _UP, _UP, _DOWN, _UP),
-    ),
-    "C": ISClass(
-        27, 23, 10,
-        (44172927, 72999161, 74326391, 129606274, 21736814),
-        (61147, 882988, 266290, 133997595, 133525895),
-        (_UP, _UP, _UP, _DOWN, _DOWN),
-    ),
+    "S": ISClass(total_keys_log2=16, max_key_log2=11, buckets_log2=9,
+                 test_index=(48427, 17148, 23627, 62548, 4431),
+                 test_rank=(0, 18, 346, 64917, 65463),
+                 adjust=(_UP, _UP, _UP, _DOWN, _DOWN), max_procs=128),
+    "W": ISClass(total_keys_log2=20, max_key_log2=16, buckets_log2=10,
+                 test_index=(357773, 934767, 875723, 898999, 404505),
+                 test_rank=(1249, 11698, 1039987, 1043896, 1048018),
+                 adjust=((1, -2), (1, -2), _DOWN, _DOWN, _DOWN)),
+    "A": ISClass(total_keys_log2=23, max_key_log2=19, buckets_log2=10,
+                 test_index=(2112377, 662041, 5336171, 3642833, 4250760),
+                 test_rank=(104, 17523, 123928, 8288932, 8388264),
+                 adjust=((1, -1), (1, -1), (1, -1), (-1, -1), (-1, -1))),
+    "B": ISClass(total_keys_log2=25, max_key_log2=21, buckets_log2=10,
+                 test_index=(41869, 812306, 5102857, 18232239, 26860214),
+                 test_rank=(33422937, 10244, 59149, 33135281, 99),
+                 adjust=(_DOWN, _UP, _UP, _DOWN, _UP)),
+    "C": ISClass(total_keys_log2=27, max_key_log2=23, buckets_log2=10,
+                 test_index=(44172927, 72999161, 74326391, 129606274, 21736814),
+                 test_rank=(61147, 882988, 266290, 133997595, 133525895),
+                 adjust=(_UP, _UP, _UP, _DOWN, _DOWN)),
 }
+# fmt: on
 
 
 @dataclass
@@ -233,7 +226,9 @@ def full_verify(world: World, st: State) -> None:
         bad += 1
     bad += int(np.count_nonzero(placed[:-1] > placed[1:]))
     if bad:
-        print(f"Processor {world.rank}:  Full_verify: number of keys out of sort: {bad}", flush=True)
+        print(
+            f"Processor {world.rank}:  Full_verify: number of keys out of sort: {bad}", flush=True
+        )
     else:
         st.passed += 1
 

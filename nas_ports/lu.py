@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from mmpi import MPI
 
 from . import _jit, _npb
@@ -30,48 +31,51 @@ class LUClass:
     xci: float  # surface integral
 
 
+# NPB 3.4 reference values (verify.f90); the grid is n^3.
+# fmt: off
 CLASSES = {
     "S": LUClass(
-        12, 50, 0.5,
-        (1.6196343210976702e-02, 2.1976745164821318e-03, 1.5179927653399185e-03,
-         1.5029584435994323e-03, 3.4264073155896461e-02),
-        (6.4223319957960924e-04, 8.4144342047347926e-05, 5.8588269616485186e-05,
-         5.8474222595157350e-05, 1.3103347914111294e-03),
-        7.8418928865937083e00,
+        n=12, itmax=50, dt=0.5,
+        xcr=(1.6196343210976702e-02, 2.1976745164821318e-03, 1.5179927653399185e-03,
+             1.5029584435994323e-03, 3.4264073155896461e-02),
+        xce=(6.4223319957960924e-04, 8.4144342047347926e-05, 5.8588269616485186e-05,
+             5.8474222595157350e-05, 1.3103347914111294e-03),
+        xci=7.8418928865937083e00,
     ),
     "W": LUClass(
-        33, 300, 1.5e-3,
-        (0.1236511638192e02, 0.1317228477799e01, 0.2550120713095e01,
-         0.2326187750252e01, 0.2826799444189e02),
-        (0.4867877144216e00, 0.5064652880982e-01, 0.9281818101960e-01,
-         0.8570126542733e-01, 0.1084277417792e01),
-        0.1161399311023e02,
+        n=33, itmax=300, dt=1.5e-3,
+        xcr=(0.1236511638192e02, 0.1317228477799e01, 0.2550120713095e01,
+             0.2326187750252e01, 0.2826799444189e02),
+        xce=(0.4867877144216e00, 0.5064652880982e-01, 0.9281818101960e-01,
+             0.8570126542733e-01, 0.1084277417792e01),
+        xci=0.1161399311023e02,
     ),
     "A": LUClass(
-        64, 250, 2.0,
-        (7.7902107606689367e02, 6.3402765259692870e01, 1.9499249727292479e02,
-         1.7845301160418537e02, 1.8384760349464247e03),
-        (2.9964085685471943e01, 2.8194576365003349e00, 7.3473412698774742e00,
-         6.7139225687777051e00, 7.0715315688392578e01),
-        2.6030925604886277e01,
+        n=64, itmax=250, dt=2.0,
+        xcr=(7.7902107606689367e02, 6.3402765259692870e01, 1.9499249727292479e02,
+             1.7845301160418537e02, 1.8384760349464247e03),
+        xce=(2.9964085685471943e01, 2.8194576365003349e00, 7.3473412698774742e00,
+             6.7139225687777051e00, 7.0715315688392578e01),
+        xci=2.6030925604886277e01,
     ),
     "B": LUClass(
-        102, 250, 2.0,
-        (3.5532672969982736e03, 2.6214750795310692e02, 8.8333721850952190e02,
-         7.7812774739425265e02, 7.3087969592545314e03),
-        (1.1401176380212709e02, 8.1098963655421574e00, 2.8480597317698308e01,
-         2.5905394567832939e01, 2.6054907504857413e02),
-        4.7887162703308227e01,
+        n=102, itmax=250, dt=2.0,
+        xcr=(3.5532672969982736e03, 2.6214750795310692e02, 8.8333721850952190e02,
+             7.7812774739425265e02, 7.3087969592545314e03),
+        xce=(1.1401176380212709e02, 8.1098963655421574e00, 2.8480597317698308e01,
+             2.5905394567832939e01, 2.6054907504857413e02),
+        xci=4.7887162703308227e01,
     ),
     "C": LUClass(
-        162, 250, 2.0,
-        (1.03766980323537846e04, 8.92212458801008552e02, 2.56238814582660871e03,
-         2.19194343857831427e03, 1.78078057261061185e04),
-        (2.15986399716949279e02, 1.55789559239863600e01, 5.41318863077207766e01,
-         4.82262643154045421e01, 4.55902910043250358e02),
-        6.66404553572181300e01,
+        n=162, itmax=250, dt=2.0,
+        xcr=(1.03766980323537846e04, 8.92212458801008552e02, 2.56238814582660871e03,
+             2.19194343857831427e03, 1.78078057261061185e04),
+        xce=(2.15986399716949279e02, 1.55789559239863600e01, 5.41318863077207766e01,
+             4.82262643154045421e01, 4.55902910043250358e02),
+        xci=6.66404553572181300e01,
     ),
 }
+# fmt: on
 
 # Coefficients of the exact solution, one row per equation (NPB's ce(m, 1..13)).
 CE = np.array(
@@ -137,7 +141,7 @@ def allowed_counts(n0: int, limit: int = 64) -> list[int]:
 
 @dataclass(frozen=True)
 class Subdomain:
-    """This rank's block of the grid, Fortran-numbered: local i = 1..nx is global ipt+i."""
+    """A rank's block of the grid, Fortran-numbered: local i = 1..nx is global ipt+i."""
 
     xdim: int
     ydim: int
@@ -159,7 +163,7 @@ class Subdomain:
 
 
 def subdomain(n0: int, rank: int, xdim: int, ydim: int) -> Subdomain:
-    """NPB's neighbors() and subdomain(): rows split x (i), columns split y (j)."""
+    """Find a rank's neighbours and block (NPB's neighbors, subdomain): rows split i, columns j."""
     row = rank % xdim + 1
     col = rank // xdim + 1
     north = rank - 1 if row > 1 else -1
@@ -181,7 +185,19 @@ def subdomain(n0: int, rank: int, xdim: int, ydim: int) -> Subdomain:
         ny = n0 // ydim
         jpt = (col - 1) * ny + mm
     return Subdomain(
-        xdim, ydim, row, col, north, south, west, east, nx, ny, n0, ipt, jpt,
+        xdim,
+        ydim,
+        row,
+        col,
+        north,
+        south,
+        west,
+        east,
+        nx,
+        ny,
+        n0,
+        ipt,
+        jpt,
         ist=2 if north == -1 else 1,
         iend=nx - 1 if south == -1 else nx,
         jst=2 if west == -1 else 1,
@@ -216,10 +232,18 @@ class Coefficients:
         """Every named coefficient of the Fortran."""
         dxi = deta = dzeta = self.d
         v = {
-            "dxi": dxi, "deta": deta, "dzeta": dzeta,
-            "tx1": 1.0 / (dxi * dxi), "tx2": 1.0 / (2.0 * dxi), "tx3": 1.0 / dxi,
-            "ty1": 1.0 / (deta * deta), "ty2": 1.0 / (2.0 * deta), "ty3": 1.0 / deta,
-            "tz1": 1.0 / (dzeta * dzeta), "tz2": 1.0 / (2.0 * dzeta), "tz3": 1.0 / dzeta,
+            "dxi": dxi,
+            "deta": deta,
+            "dzeta": dzeta,
+            "tx1": 1.0 / (dxi * dxi),
+            "tx2": 1.0 / (2.0 * dxi),
+            "tx3": 1.0 / dxi,
+            "ty1": 1.0 / (deta * deta),
+            "ty2": 1.0 / (2.0 * deta),
+            "ty3": 1.0 / deta,
+            "tz1": 1.0 / (dzeta * dzeta),
+            "tz2": 1.0 / (2.0 * dzeta),
+            "tz3": 1.0 / dzeta,
         }
         for m in range(1, 6):
             v[f"dx{m}"] = 0.75
@@ -229,7 +253,7 @@ class Coefficients:
         return v
 
     def packed(self) -> np.ndarray:
-        """The coefficients the compiled sweeps need, in the order they unpack them."""
+        """Pack the coefficients the compiled sweeps need, in the order they unpack them."""
         v = self.values()
         names = ["tx1", "tx2", "ty1", "ty2", "tz1", "tz2"]
         names += [f"d{a}{m}" for a in "xyz" for m in range(1, 6)]
@@ -252,8 +276,13 @@ def _diag_block(u, kk, jj, ii, cf, d):  # pragma: no cover - compiled
     r43 = 4.0 / 3.0
     c1345 = C1 * C3 * C4 * C5
     c34 = C3 * C4
-    u1, u2, u3, u4, u5 = (u[0, kk, jj, ii], u[1, kk, jj, ii], u[2, kk, jj, ii],
-                          u[3, kk, jj, ii], u[4, kk, jj, ii])
+    u1, u2, u3, u4, u5 = (
+        u[0, kk, jj, ii],
+        u[1, kk, jj, ii],
+        u[2, kk, jj, ii],
+        u[3, kk, jj, ii],
+        u[4, kk, jj, ii],
+    )
     tmp1 = 1.0 / u1
     tmp2 = tmp1 * tmp1
     tmp3 = tmp1 * tmp2
@@ -262,43 +291,104 @@ def _diag_block(u, kk, jj, ii, cf, d):  # pragma: no cover - compiled
     d[0, 2] = 0.0
     d[0, 3] = 0.0
     d[0, 4] = 0.0
-    d[1, 0] = dt * 2.0 * (tx1 * (-r43 * c34 * tmp2 * u2) + ty1 * (-c34 * tmp2 * u2)
-                          + tz1 * (-c34 * tmp2 * u2))
-    d[1, 1] = (1.0 + dt * 2.0 * (tx1 * r43 * c34 * tmp1 + ty1 * c34 * tmp1 + tz1 * c34 * tmp1)
-               + dt * 2.0 * (tx1 * dx2 + ty1 * dy2 + tz1 * dz2))
+    d[1, 0] = (
+        dt
+        * 2.0
+        * (tx1 * (-r43 * c34 * tmp2 * u2) + ty1 * (-c34 * tmp2 * u2) + tz1 * (-c34 * tmp2 * u2))
+    )
+    d[1, 1] = (
+        1.0
+        + dt * 2.0 * (tx1 * r43 * c34 * tmp1 + ty1 * c34 * tmp1 + tz1 * c34 * tmp1)
+        + dt * 2.0 * (tx1 * dx2 + ty1 * dy2 + tz1 * dz2)
+    )
     d[1, 2] = 0.0
     d[1, 3] = 0.0
     d[1, 4] = 0.0
-    d[2, 0] = dt * 2.0 * (tx1 * (-c34 * tmp2 * u3) + ty1 * (-r43 * c34 * tmp2 * u3)
-                          + tz1 * (-c34 * tmp2 * u3))
+    d[2, 0] = (
+        dt
+        * 2.0
+        * (tx1 * (-c34 * tmp2 * u3) + ty1 * (-r43 * c34 * tmp2 * u3) + tz1 * (-c34 * tmp2 * u3))
+    )
     d[2, 1] = 0.0
-    d[2, 2] = (1.0 + dt * 2.0 * (tx1 * c34 * tmp1 + ty1 * r43 * c34 * tmp1 + tz1 * c34 * tmp1)
-               + dt * 2.0 * (tx1 * dx3 + ty1 * dy3 + tz1 * dz3))
+    d[2, 2] = (
+        1.0
+        + dt * 2.0 * (tx1 * c34 * tmp1 + ty1 * r43 * c34 * tmp1 + tz1 * c34 * tmp1)
+        + dt * 2.0 * (tx1 * dx3 + ty1 * dy3 + tz1 * dz3)
+    )
     d[2, 3] = 0.0
     d[2, 4] = 0.0
-    d[3, 0] = dt * 2.0 * (tx1 * (-c34 * tmp2 * u4) + ty1 * (-c34 * tmp2 * u4)
-                          + tz1 * (-r43 * c34 * tmp2 * u4))
+    d[3, 0] = (
+        dt
+        * 2.0
+        * (tx1 * (-c34 * tmp2 * u4) + ty1 * (-c34 * tmp2 * u4) + tz1 * (-r43 * c34 * tmp2 * u4))
+    )
     d[3, 1] = 0.0
     d[3, 2] = 0.0
-    d[3, 3] = (1.0 + dt * 2.0 * (tx1 * c34 * tmp1 + ty1 * c34 * tmp1 + tz1 * r43 * c34 * tmp1)
-               + dt * 2.0 * (tx1 * dx4 + ty1 * dy4 + tz1 * dz4))
-    d[3, 4] = 0.0
-    d[4, 0] = dt * 2.0 * (
-        tx1 * (-(r43 * c34 - c1345) * tmp3 * (u2 * u2) - (c34 - c1345) * tmp3 * (u3 * u3)
-               - (c34 - c1345) * tmp3 * (u4 * u4) - c1345 * tmp2 * u5)
-        + ty1 * (-(c34 - c1345) * tmp3 * (u2 * u2) - (r43 * c34 - c1345) * tmp3 * (u3 * u3)
-                 - (c34 - c1345) * tmp3 * (u4 * u4) - c1345 * tmp2 * u5)
-        + tz1 * (-(c34 - c1345) * tmp3 * (u2 * u2) - (c34 - c1345) * tmp3 * (u3 * u3)
-                 - (r43 * c34 - c1345) * tmp3 * (u4 * u4) - c1345 * tmp2 * u5)
+    d[3, 3] = (
+        1.0
+        + dt * 2.0 * (tx1 * c34 * tmp1 + ty1 * c34 * tmp1 + tz1 * r43 * c34 * tmp1)
+        + dt * 2.0 * (tx1 * dx4 + ty1 * dy4 + tz1 * dz4)
     )
-    d[4, 1] = dt * 2.0 * (tx1 * (r43 * c34 - c1345) * tmp2 * u2 + ty1 * (c34 - c1345) * tmp2 * u2
-                          + tz1 * (c34 - c1345) * tmp2 * u2)
-    d[4, 2] = dt * 2.0 * (tx1 * (c34 - c1345) * tmp2 * u3 + ty1 * (r43 * c34 - c1345) * tmp2 * u3
-                          + tz1 * (c34 - c1345) * tmp2 * u3)
-    d[4, 3] = dt * 2.0 * (tx1 * (c34 - c1345) * tmp2 * u4 + ty1 * (c34 - c1345) * tmp2 * u4
-                          + tz1 * (r43 * c34 - c1345) * tmp2 * u4)
-    d[4, 4] = (1.0 + dt * 2.0 * (tx1 * c1345 * tmp1 + ty1 * c1345 * tmp1 + tz1 * c1345 * tmp1)
-               + dt * 2.0 * (tx1 * dx5 + ty1 * dy5 + tz1 * dz5))
+    d[3, 4] = 0.0
+    d[4, 0] = (
+        dt
+        * 2.0
+        * (
+            tx1
+            * (
+                -(r43 * c34 - c1345) * tmp3 * (u2 * u2)
+                - (c34 - c1345) * tmp3 * (u3 * u3)
+                - (c34 - c1345) * tmp3 * (u4 * u4)
+                - c1345 * tmp2 * u5
+            )
+            + ty1
+            * (
+                -(c34 - c1345) * tmp3 * (u2 * u2)
+                - (r43 * c34 - c1345) * tmp3 * (u3 * u3)
+                - (c34 - c1345) * tmp3 * (u4 * u4)
+                - c1345 * tmp2 * u5
+            )
+            + tz1
+            * (
+                -(c34 - c1345) * tmp3 * (u2 * u2)
+                - (c34 - c1345) * tmp3 * (u3 * u3)
+                - (r43 * c34 - c1345) * tmp3 * (u4 * u4)
+                - c1345 * tmp2 * u5
+            )
+        )
+    )
+    d[4, 1] = (
+        dt
+        * 2.0
+        * (
+            tx1 * (r43 * c34 - c1345) * tmp2 * u2
+            + ty1 * (c34 - c1345) * tmp2 * u2
+            + tz1 * (c34 - c1345) * tmp2 * u2
+        )
+    )
+    d[4, 2] = (
+        dt
+        * 2.0
+        * (
+            tx1 * (c34 - c1345) * tmp2 * u3
+            + ty1 * (r43 * c34 - c1345) * tmp2 * u3
+            + tz1 * (c34 - c1345) * tmp2 * u3
+        )
+    )
+    d[4, 3] = (
+        dt
+        * 2.0
+        * (
+            tx1 * (c34 - c1345) * tmp2 * u4
+            + ty1 * (c34 - c1345) * tmp2 * u4
+            + tz1 * (r43 * c34 - c1345) * tmp2 * u4
+        )
+    )
+    d[4, 4] = (
+        1.0
+        + dt * 2.0 * (tx1 * c1345 * tmp1 + ty1 * c1345 * tmp1 + tz1 * c1345 * tmp1)
+        + dt * 2.0 * (tx1 * dx5 + ty1 * dy5 + tz1 * dz5)
+    )
 
 
 @_jit.kernel("void(f8[:,:,:,::1], i8, i8, i8, f8, f8[::1], f8[:,::1])", inline=True)
@@ -310,8 +400,13 @@ def _x_block(u, kk, jj, ii, sign, cf, a):  # pragma: no cover - compiled
     c1345 = C1 * C3 * C4 * C5
     c34 = C3 * C4
     s = sign * dt
-    u1, u2, u3, u4, u5 = (u[0, kk, jj, ii], u[1, kk, jj, ii], u[2, kk, jj, ii],
-                          u[3, kk, jj, ii], u[4, kk, jj, ii])
+    u1, u2, u3, u4, u5 = (
+        u[0, kk, jj, ii],
+        u[1, kk, jj, ii],
+        u[2, kk, jj, ii],
+        u[3, kk, jj, ii],
+        u[4, kk, jj, ii],
+    )
     tmp1 = 1.0 / u1
     tmp2 = tmp1 * tmp1
     tmp3 = tmp1 * tmp2
@@ -320,8 +415,9 @@ def _x_block(u, kk, jj, ii, sign, cf, a):  # pragma: no cover - compiled
     a[0, 2] = 0.0
     a[0, 3] = 0.0
     a[0, 4] = 0.0
-    a[1, 0] = (s * tx2 * (-(u2 * tmp1) * (u2 * tmp1) + C2 * 0.50 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2)
-               - dt * tx1 * (-r43 * c34 * tmp2 * u2))
+    a[1, 0] = s * tx2 * (
+        -(u2 * tmp1) * (u2 * tmp1) + C2 * 0.50 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2
+    ) - dt * tx1 * (-r43 * c34 * tmp2 * u2)
     a[1, 1] = s * tx2 * ((2.0 - C2) * (u2 * tmp1)) - dt * tx1 * (r43 * c34 * tmp1) - dt * tx1 * dx2
     a[1, 2] = s * tx2 * (-C2 * (u3 * tmp1))
     a[1, 3] = s * tx2 * (-C2 * (u4 * tmp1))
@@ -336,11 +432,18 @@ def _x_block(u, kk, jj, ii, sign, cf, a):  # pragma: no cover - compiled
     a[3, 2] = 0.0
     a[3, 3] = s * tx2 * (u2 * tmp1) - dt * tx1 * (c34 * tmp1) - dt * tx1 * dx4
     a[3, 4] = 0.0
-    a[4, 0] = (s * tx2 * ((C2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - C1 * (u5 * tmp1)) * (u2 * tmp1))
-               - dt * tx1 * (-(r43 * c34 - c1345) * tmp3 * (u2 * u2) - (c34 - c1345) * tmp3 * (u3 * u3)
-                             - (c34 - c1345) * tmp3 * (u4 * u4) - c1345 * tmp2 * u5))
-    a[4, 1] = (s * tx2 * (C1 * (u5 * tmp1) - 0.50 * C2 * ((3.0 * u2 * u2 + u3 * u3 + u4 * u4) * tmp2))
-               - dt * tx1 * (r43 * c34 - c1345) * tmp2 * u2)
+    a[4, 0] = s * tx2 * (
+        (C2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - C1 * (u5 * tmp1)) * (u2 * tmp1)
+    ) - dt * tx1 * (
+        -(r43 * c34 - c1345) * tmp3 * (u2 * u2)
+        - (c34 - c1345) * tmp3 * (u3 * u3)
+        - (c34 - c1345) * tmp3 * (u4 * u4)
+        - c1345 * tmp2 * u5
+    )
+    a[4, 1] = (
+        s * tx2 * (C1 * (u5 * tmp1) - 0.50 * C2 * ((3.0 * u2 * u2 + u3 * u3 + u4 * u4) * tmp2))
+        - dt * tx1 * (r43 * c34 - c1345) * tmp2 * u2
+    )
     a[4, 2] = s * tx2 * (-C2 * (u3 * u2) * tmp2) - dt * tx1 * (c34 - c1345) * tmp2 * u3
     a[4, 3] = s * tx2 * (-C2 * (u4 * u2) * tmp2) - dt * tx1 * (c34 - c1345) * tmp2 * u4
     a[4, 4] = s * tx2 * (C1 * (u2 * tmp1)) - dt * tx1 * c1345 * tmp1 - dt * tx1 * dx5
@@ -355,8 +458,13 @@ def _y_block(u, kk, jj, ii, sign, cf, b):  # pragma: no cover - compiled
     c1345 = C1 * C3 * C4 * C5
     c34 = C3 * C4
     s = sign * dt
-    u1, u2, u3, u4, u5 = (u[0, kk, jj, ii], u[1, kk, jj, ii], u[2, kk, jj, ii],
-                          u[3, kk, jj, ii], u[4, kk, jj, ii])
+    u1, u2, u3, u4, u5 = (
+        u[0, kk, jj, ii],
+        u[1, kk, jj, ii],
+        u[2, kk, jj, ii],
+        u[3, kk, jj, ii],
+        u[4, kk, jj, ii],
+    )
     tmp1 = 1.0 / u1
     tmp2 = tmp1 * tmp1
     tmp3 = tmp1 * tmp2
@@ -370,8 +478,9 @@ def _y_block(u, kk, jj, ii, sign, cf, b):  # pragma: no cover - compiled
     b[1, 2] = s * ty2 * (u2 * tmp1)
     b[1, 3] = 0.0
     b[1, 4] = 0.0
-    b[2, 0] = (s * ty2 * (-(u3 * tmp1) * (u3 * tmp1) + 0.50 * C2 * ((u2 * u2 + u3 * u3 + u4 * u4) * tmp2))
-               - dt * ty1 * (-r43 * c34 * tmp2 * u3))
+    b[2, 0] = s * ty2 * (
+        -(u3 * tmp1) * (u3 * tmp1) + 0.50 * C2 * ((u2 * u2 + u3 * u3 + u4 * u4) * tmp2)
+    ) - dt * ty1 * (-r43 * c34 * tmp2 * u3)
     b[2, 1] = s * ty2 * (-C2 * (u2 * tmp1))
     b[2, 2] = s * ty2 * ((2.0 - C2) * (u3 * tmp1)) - dt * ty1 * (r43 * c34 * tmp1) - dt * ty1 * dy3
     b[2, 3] = s * ty2 * (-C2 * (u4 * tmp1))
@@ -381,12 +490,19 @@ def _y_block(u, kk, jj, ii, sign, cf, b):  # pragma: no cover - compiled
     b[3, 2] = s * ty2 * (u4 * tmp1)
     b[3, 3] = s * ty2 * (u3 * tmp1) - dt * ty1 * (c34 * tmp1) - dt * ty1 * dy4
     b[3, 4] = 0.0
-    b[4, 0] = (s * ty2 * ((C2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - C1 * (u5 * tmp1)) * (u3 * tmp1))
-               - dt * ty1 * (-(c34 - c1345) * tmp3 * (u2 * u2) - (r43 * c34 - c1345) * tmp3 * (u3 * u3)
-                             - (c34 - c1345) * tmp3 * (u4 * u4) - c1345 * tmp2 * u5))
+    b[4, 0] = s * ty2 * (
+        (C2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - C1 * (u5 * tmp1)) * (u3 * tmp1)
+    ) - dt * ty1 * (
+        -(c34 - c1345) * tmp3 * (u2 * u2)
+        - (r43 * c34 - c1345) * tmp3 * (u3 * u3)
+        - (c34 - c1345) * tmp3 * (u4 * u4)
+        - c1345 * tmp2 * u5
+    )
     b[4, 1] = s * ty2 * (-C2 * (u2 * u3) * tmp2) - dt * ty1 * (c34 - c1345) * tmp2 * u2
-    b[4, 2] = (s * ty2 * (C1 * (u5 * tmp1) - 0.50 * C2 * ((u2 * u2 + 3.0 * u3 * u3 + u4 * u4) * tmp2))
-               - dt * ty1 * (r43 * c34 - c1345) * tmp2 * u3)
+    b[4, 2] = (
+        s * ty2 * (C1 * (u5 * tmp1) - 0.50 * C2 * ((u2 * u2 + 3.0 * u3 * u3 + u4 * u4) * tmp2))
+        - dt * ty1 * (r43 * c34 - c1345) * tmp2 * u3
+    )
     b[4, 3] = s * ty2 * (-C2 * (u3 * u4) * tmp2) - dt * ty1 * (c34 - c1345) * tmp2 * u4
     b[4, 4] = s * ty2 * (C1 * (u3 * tmp1)) - dt * ty1 * c1345 * tmp1 - dt * ty1 * dy5
 
@@ -400,8 +516,13 @@ def _z_block(u, kk, jj, ii, sign, cf, c):  # pragma: no cover - compiled
     c1345 = C1 * C3 * C4 * C5
     c34 = C3 * C4
     s = sign * dt
-    u1, u2, u3, u4, u5 = (u[0, kk, jj, ii], u[1, kk, jj, ii], u[2, kk, jj, ii],
-                          u[3, kk, jj, ii], u[4, kk, jj, ii])
+    u1, u2, u3, u4, u5 = (
+        u[0, kk, jj, ii],
+        u[1, kk, jj, ii],
+        u[2, kk, jj, ii],
+        u[3, kk, jj, ii],
+        u[4, kk, jj, ii],
+    )
     tmp1 = 1.0 / u1
     tmp2 = tmp1 * tmp1
     tmp3 = tmp1 * tmp2
@@ -420,25 +541,33 @@ def _z_block(u, kk, jj, ii, sign, cf, c):  # pragma: no cover - compiled
     c[2, 2] = s * tz2 * (u4 * tmp1) - dt * tz1 * (c34 * tmp1) - dt * tz1 * dz3
     c[2, 3] = s * tz2 * (u3 * tmp1)
     c[2, 4] = 0.0
-    c[3, 0] = (s * tz2 * (-(u4 * tmp1) * (u4 * tmp1) + 0.50 * C2 * ((u2 * u2 + u3 * u3 + u4 * u4) * tmp2))
-               - dt * tz1 * (-r43 * c34 * tmp2 * u4))
+    c[3, 0] = s * tz2 * (
+        -(u4 * tmp1) * (u4 * tmp1) + 0.50 * C2 * ((u2 * u2 + u3 * u3 + u4 * u4) * tmp2)
+    ) - dt * tz1 * (-r43 * c34 * tmp2 * u4)
     c[3, 1] = s * tz2 * (-C2 * (u2 * tmp1))
     c[3, 2] = s * tz2 * (-C2 * (u3 * tmp1))
     c[3, 3] = s * tz2 * (2.0 - C2) * (u4 * tmp1) - dt * tz1 * (r43 * c34 * tmp1) - dt * tz1 * dz4
     c[3, 4] = s * tz2 * C2
-    c[4, 0] = (s * tz2 * ((C2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - C1 * (u5 * tmp1)) * (u4 * tmp1))
-               - dt * tz1 * (-(c34 - c1345) * tmp3 * (u2 * u2) - (c34 - c1345) * tmp3 * (u3 * u3)
-                             - (r43 * c34 - c1345) * tmp3 * (u4 * u4) - c1345 * tmp2 * u5))
+    c[4, 0] = s * tz2 * (
+        (C2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - C1 * (u5 * tmp1)) * (u4 * tmp1)
+    ) - dt * tz1 * (
+        -(c34 - c1345) * tmp3 * (u2 * u2)
+        - (c34 - c1345) * tmp3 * (u3 * u3)
+        - (r43 * c34 - c1345) * tmp3 * (u4 * u4)
+        - c1345 * tmp2 * u5
+    )
     c[4, 1] = s * tz2 * (-C2 * (u2 * u4) * tmp2) - dt * tz1 * (c34 - c1345) * tmp2 * u2
     c[4, 2] = s * tz2 * (-C2 * (u3 * u4) * tmp2) - dt * tz1 * (c34 - c1345) * tmp2 * u3
-    c[4, 3] = (s * tz2 * (C1 * (u5 * tmp1) - 0.50 * C2 * ((u2 * u2 + u3 * u3 + 3.0 * u4 * u4) * tmp2))
-               - dt * tz1 * (r43 * c34 - c1345) * tmp2 * u4)
+    c[4, 3] = (
+        s * tz2 * (C1 * (u5 * tmp1) - 0.50 * C2 * ((u2 * u2 + u3 * u3 + 3.0 * u4 * u4) * tmp2))
+        - dt * tz1 * (r43 * c34 - c1345) * tmp2 * u4
+    )
     c[4, 4] = s * tz2 * (C1 * (u4 * tmp1)) - dt * tz1 * c1345 * tmp1 - dt * tz1 * dz5
 
 
 @_jit.kernel("void(f8[:,::1], f8[::1])", inline=True)
 def _solve_block(t, x):  # pragma: no cover - compiled
-    """x <- D^-1 x by NPB's unpivoted elimination; `t` (a copy of D) is overwritten."""
+    """Replace x by D^-1 x with NPB's unpivoted elimination; `t` (D) is overwritten."""
     for p in range(4):
         tmp1 = 1.0 / t[p, p]
         for r in range(p + 1, 5):
@@ -455,7 +584,7 @@ def _solve_block(t, x):  # pragma: no cover - compiled
 
 @_jit.kernel("void(f8[:,:,:,::1], f8[:,:,:,::1], i8, i8, i8, i8, i8, f8[::1])")
 def _lower_plane(u, v, k, ist, iend, jst, jend, cf):  # pragma: no cover - compiled
-    """jacld + blts for every row of plane k: v <- L^-1 v, in increasing j then i."""
+    """Run NPB's jacld + blts on plane k: v <- L^-1 v, rows by increasing j then i."""
     omega = cf[1]
     d = np.empty((5, 5))
     a = np.empty((5, 5))
@@ -473,17 +602,24 @@ def _lower_plane(u, v, k, ist, iend, jst, jend, cf):  # pragma: no cover - compi
             _x_block(u, kk, jj, ii - 1, -1.0, cf, c)
             for m in range(5):
                 x[m] = v[m, kk, jj, ii] - omega * (
-                    a[m, 0] * v[0, kk - 1, jj, ii] + a[m, 1] * v[1, kk - 1, jj, ii]
-                    + a[m, 2] * v[2, kk - 1, jj, ii] + a[m, 3] * v[3, kk - 1, jj, ii]
+                    a[m, 0] * v[0, kk - 1, jj, ii]
+                    + a[m, 1] * v[1, kk - 1, jj, ii]
+                    + a[m, 2] * v[2, kk - 1, jj, ii]
+                    + a[m, 3] * v[3, kk - 1, jj, ii]
                     + a[m, 4] * v[4, kk - 1, jj, ii]
                 )
             for m in range(5):
                 x[m] = x[m] - omega * (
-                    b[m, 0] * v[0, kk, jj - 1, ii] + c[m, 0] * v[0, kk, jj, ii - 1]
-                    + b[m, 1] * v[1, kk, jj - 1, ii] + c[m, 1] * v[1, kk, jj, ii - 1]
-                    + b[m, 2] * v[2, kk, jj - 1, ii] + c[m, 2] * v[2, kk, jj, ii - 1]
-                    + b[m, 3] * v[3, kk, jj - 1, ii] + c[m, 3] * v[3, kk, jj, ii - 1]
-                    + b[m, 4] * v[4, kk, jj - 1, ii] + c[m, 4] * v[4, kk, jj, ii - 1]
+                    b[m, 0] * v[0, kk, jj - 1, ii]
+                    + c[m, 0] * v[0, kk, jj, ii - 1]
+                    + b[m, 1] * v[1, kk, jj - 1, ii]
+                    + c[m, 1] * v[1, kk, jj, ii - 1]
+                    + b[m, 2] * v[2, kk, jj - 1, ii]
+                    + c[m, 2] * v[2, kk, jj, ii - 1]
+                    + b[m, 3] * v[3, kk, jj - 1, ii]
+                    + c[m, 3] * v[3, kk, jj, ii - 1]
+                    + b[m, 4] * v[4, kk, jj - 1, ii]
+                    + c[m, 4] * v[4, kk, jj, ii - 1]
                 )
             _solve_block(d, x)
             for m in range(5):
@@ -492,7 +628,7 @@ def _lower_plane(u, v, k, ist, iend, jst, jend, cf):  # pragma: no cover - compi
 
 @_jit.kernel("void(f8[:,:,:,::1], f8[:,:,:,::1], i8, i8, i8, i8, i8, f8[::1])")
 def _upper_plane(u, v, k, ist, iend, jst, jend, cf):  # pragma: no cover - compiled
-    """jacu + buts for every row of plane k: v <- v - U^-1 (...), decreasing j then i."""
+    """Run NPB's jacu + buts on plane k (the upper solve), by decreasing j then i."""
     omega = cf[1]
     d = np.empty((5, 5))
     a = np.empty((5, 5))
@@ -510,17 +646,24 @@ def _upper_plane(u, v, k, ist, iend, jst, jend, cf):  # pragma: no cover - compi
             _z_block(u, kk + 1, jj, ii, 1.0, cf, c)
             for m in range(5):
                 tv[m] = omega * (
-                    c[m, 0] * v[0, kk + 1, jj, ii] + c[m, 1] * v[1, kk + 1, jj, ii]
-                    + c[m, 2] * v[2, kk + 1, jj, ii] + c[m, 3] * v[3, kk + 1, jj, ii]
+                    c[m, 0] * v[0, kk + 1, jj, ii]
+                    + c[m, 1] * v[1, kk + 1, jj, ii]
+                    + c[m, 2] * v[2, kk + 1, jj, ii]
+                    + c[m, 3] * v[3, kk + 1, jj, ii]
                     + c[m, 4] * v[4, kk + 1, jj, ii]
                 )
             for m in range(5):
                 tv[m] = tv[m] + omega * (
-                    b[m, 0] * v[0, kk, jj + 1, ii] + a[m, 0] * v[0, kk, jj, ii + 1]
-                    + b[m, 1] * v[1, kk, jj + 1, ii] + a[m, 1] * v[1, kk, jj, ii + 1]
-                    + b[m, 2] * v[2, kk, jj + 1, ii] + a[m, 2] * v[2, kk, jj, ii + 1]
-                    + b[m, 3] * v[3, kk, jj + 1, ii] + a[m, 3] * v[3, kk, jj, ii + 1]
-                    + b[m, 4] * v[4, kk, jj + 1, ii] + a[m, 4] * v[4, kk, jj, ii + 1]
+                    b[m, 0] * v[0, kk, jj + 1, ii]
+                    + a[m, 0] * v[0, kk, jj, ii + 1]
+                    + b[m, 1] * v[1, kk, jj + 1, ii]
+                    + a[m, 1] * v[1, kk, jj, ii + 1]
+                    + b[m, 2] * v[2, kk, jj + 1, ii]
+                    + a[m, 2] * v[2, kk, jj, ii + 1]
+                    + b[m, 3] * v[3, kk, jj + 1, ii]
+                    + a[m, 3] * v[3, kk, jj, ii + 1]
+                    + b[m, 4] * v[4, kk, jj + 1, ii]
+                    + a[m, 4] * v[4, kk, jj, ii + 1]
                 )
             _solve_block(d, tv)
             for m in range(5):
@@ -539,8 +682,26 @@ _LINE_SIG = (
 
 
 @_jit.kernel(_LINE_SIG)
-def _line_loops(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge, upper_edge,
-                n, d1, d2, dssp, off):  # pragma: no cover - compiled
+def _line_loops(
+    w,
+    out,
+    normal,
+    lo,
+    hi,
+    first,
+    last,
+    t1,
+    t2,
+    t3,
+    dco,
+    lower_edge,
+    upper_edge,
+    n,
+    d1,
+    d2,
+    dssp,
+    off,
+):  # pragma: no cover - compiled
     r43 = 4.0 / 3.0
     c1c5 = C1 * C5
     flux = np.empty((5, w.shape[3]))
@@ -591,48 +752,83 @@ def _line_loops(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge
                     vn, vnm = v4, v4m
                 flux[normal, x] = r43 * t3 * (vn - vnm)
                 flux[4, x] = (
-                    0.50 * (1.0 - c1c5) * t3 * ((v2 * v2 + v3 * v3 + v4 * v4)
-                                                - (v2m * v2m + v3m * v3m + v4m * v4m))
+                    0.50
+                    * (1.0 - c1c5)
+                    * t3
+                    * ((v2 * v2 + v3 * v3 + v4 * v4) - (v2m * v2m + v3m * v3m + v4m * v4m))
                     + (1.0 / 6.0) * t3 * (vn * vn - vnm * vnm)
                     + c1c5 * t3 * (v5 - v5m)
                 )
             for f in range(first, last + 1):
                 x = f + off
                 out[0, p, q, x] = out[0, p, q, x] + dco[0] * t1 * (
-                    w[0, p, q, x - 1] - 2.0 * w[0, p, q, x] + w[0, p, q, x + 1])
+                    w[0, p, q, x - 1] - 2.0 * w[0, p, q, x] + w[0, p, q, x + 1]
+                )
                 for m in range(1, 5):
                     out[m, p, q, x] = (
-                        out[m, p, q, x] + t3 * C3 * C4 * (flux[m, x + 1] - flux[m, x])
-                        + dco[m] * t1 * (w[m, p, q, x - 1] - 2.0 * w[m, p, q, x]
-                                         + w[m, p, q, x + 1])
+                        out[m, p, q, x]
+                        + t3 * C3 * C4 * (flux[m, x + 1] - flux[m, x])
+                        + dco[m]
+                        * t1
+                        * (w[m, p, q, x - 1] - 2.0 * w[m, p, q, x] + w[m, p, q, x + 1])
                     )
             # Fourth-order dissipation, one-sided next to the physical boundary.
             for m in range(5):
                 if lower_edge:
                     x = 2 + off
                     out[m, p, q, x] = out[m, p, q, x] - dssp * (
-                        5.0 * w[m, p, q, x] - 4.0 * w[m, p, q, x + 1] + w[m, p, q, x + 2])
+                        5.0 * w[m, p, q, x] - 4.0 * w[m, p, q, x + 1] + w[m, p, q, x + 2]
+                    )
                     x = 3 + off
                     out[m, p, q, x] = out[m, p, q, x] - dssp * (
-                        -4.0 * w[m, p, q, x - 1] + 6.0 * w[m, p, q, x]
-                        - 4.0 * w[m, p, q, x + 1] + w[m, p, q, x + 2])
+                        -4.0 * w[m, p, q, x - 1]
+                        + 6.0 * w[m, p, q, x]
+                        - 4.0 * w[m, p, q, x + 1]
+                        + w[m, p, q, x + 2]
+                    )
                 for f in range(d1, d2 + 1):
                     x = f + off
                     out[m, p, q, x] = out[m, p, q, x] - dssp * (
-                        w[m, p, q, x - 2] - 4.0 * w[m, p, q, x - 1] + 6.0 * w[m, p, q, x]
-                        - 4.0 * w[m, p, q, x + 1] + w[m, p, q, x + 2])
+                        w[m, p, q, x - 2]
+                        - 4.0 * w[m, p, q, x - 1]
+                        + 6.0 * w[m, p, q, x]
+                        - 4.0 * w[m, p, q, x + 1]
+                        + w[m, p, q, x + 2]
+                    )
                 if upper_edge:
                     x = n - 2 + off
                     out[m, p, q, x] = out[m, p, q, x] - dssp * (
-                        w[m, p, q, x - 2] - 4.0 * w[m, p, q, x - 1] + 6.0 * w[m, p, q, x]
-                        - 4.0 * w[m, p, q, x + 1])
+                        w[m, p, q, x - 2]
+                        - 4.0 * w[m, p, q, x - 1]
+                        + 6.0 * w[m, p, q, x]
+                        - 4.0 * w[m, p, q, x + 1]
+                    )
                     x = n - 1 + off
                     out[m, p, q, x] = out[m, p, q, x] - dssp * (
-                        w[m, p, q, x - 2] - 4.0 * w[m, p, q, x - 1] + 5.0 * w[m, p, q, x])
+                        w[m, p, q, x - 2] - 4.0 * w[m, p, q, x - 1] + 5.0 * w[m, p, q, x]
+                    )
 
 
-def _line_numpy(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge, upper_edge,
-                n, d1, d2, dssp, off):
+def _line_numpy(
+    w,
+    out,
+    normal,
+    lo,
+    hi,
+    first,
+    last,
+    t1,
+    t2,
+    t3,
+    dco,
+    lower_edge,
+    upper_edge,
+    n,
+    d1,
+    d2,
+    dssp,
+    off,
+):
     """Whole-array version of `_line_loops` (the path without Numba)."""
     r43 = 4.0 / 3.0
     c1c5 = C1 * C5
@@ -656,7 +852,9 @@ def _line_numpy(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge
 
     for m in range(5):
         o = oc(m, first, last)
-        o -= t2 * (fl(flux, m, first + 1, last + 1, lo_off) - fl(flux, m, first - 1, last - 1, lo_off))
+        o -= t2 * (
+            fl(flux, m, first + 1, last + 1, lo_off) - fl(flux, m, first - 1, last - 1, lo_off)
+        )
 
     tmp = 1.0 / wc(0, first - 1, hi)
     vel = [tmp * wc(m, first - 1, hi) for m in range(1, 5)]
@@ -666,8 +864,10 @@ def _line_numpy(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge
     g = [None, t3 * (v2c - v2p), t3 * (v3c - v3p), t3 * (v4c - v4p)]
     g[normal] = r43 * t3 * (vnc - vnp)
     g.append(
-        0.50 * (1.0 - c1c5) * t3 * ((v2c * v2c + v3c * v3c + v4c * v4c)
-                                    - (v2p * v2p + v3p * v3p + v4p * v4p))
+        0.50
+        * (1.0 - c1c5)
+        * t3
+        * ((v2c * v2c + v3c * v3c + v4c * v4c) - (v2p * v2p + v3p * v3p + v4p * v4p))
         + (1.0 / 6.0) * t3 * (vnc * vnc - vnp * vnp)
         + c1c5 * t3 * (v5c - v5p)
     )
@@ -678,9 +878,14 @@ def _line_numpy(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge
         if m == 0:
             o += dco[0] * t1 * second
         else:
-            o[...] = (o + t3 * C3 * C4 * (fl(g, m, first + 1, last + 1, g_off)
-                                          - fl(g, m, first, last, g_off))
-                      + dco[m] * t1 * second)
+            o[...] = (
+                o
+                + t3
+                * C3
+                * C4
+                * (fl(g, m, first + 1, last + 1, g_off) - fl(g, m, first, last, g_off))
+                + dco[m] * t1 * second
+            )
 
     for m in range(5):
         if lower_edge:
@@ -690,14 +895,25 @@ def _line_numpy(w, out, normal, lo, hi, first, last, t1, t2, t3, dco, lower_edge
             o -= dssp * (-4.0 * wc(m, 2, 2) + 6.0 * wc(m, 3, 3) - 4.0 * wc(m, 4, 4) + wc(m, 5, 5))
         if d2 >= d1:
             o = oc(m, d1, d2)
-            o -= dssp * (wc(m, d1 - 2, d2 - 2) - 4.0 * wc(m, d1 - 1, d2 - 1) + 6.0 * wc(m, d1, d2)
-                         - 4.0 * wc(m, d1 + 1, d2 + 1) + wc(m, d1 + 2, d2 + 2))
+            o -= dssp * (
+                wc(m, d1 - 2, d2 - 2)
+                - 4.0 * wc(m, d1 - 1, d2 - 1)
+                + 6.0 * wc(m, d1, d2)
+                - 4.0 * wc(m, d1 + 1, d2 + 1)
+                + wc(m, d1 + 2, d2 + 2)
+            )
         if upper_edge:
             o = oc(m, n - 2, n - 2)
-            o -= dssp * (wc(m, n - 4, n - 4) - 4.0 * wc(m, n - 3, n - 3)
-                         + 6.0 * wc(m, n - 2, n - 2) - 4.0 * wc(m, n - 1, n - 1))
+            o -= dssp * (
+                wc(m, n - 4, n - 4)
+                - 4.0 * wc(m, n - 3, n - 3)
+                + 6.0 * wc(m, n - 2, n - 2)
+                - 4.0 * wc(m, n - 1, n - 1)
+            )
             o = oc(m, n - 1, n - 1)
-            o -= dssp * (wc(m, n - 3, n - 3) - 4.0 * wc(m, n - 2, n - 2) + 5.0 * wc(m, n - 1, n - 1))
+            o -= dssp * (
+                wc(m, n - 3, n - 3) - 4.0 * wc(m, n - 2, n - 2) + 5.0 * wc(m, n - 1, n - 1)
+            )
 
 
 _line_terms = _line_loops if _jit.ENABLED else _line_numpy
@@ -732,7 +948,7 @@ class Applu:
     # -- exact solution, boundary and initial values -------------------------------------
 
     def exact(self, iglob, jglob, k) -> np.ndarray:
-        """NPB's exact(i, j, k) on broadcastable global Fortran indices: shape (5, ...)."""
+        """Evaluate the exact solution at global Fortran indices (broadcast); shape (5, ...)."""
         n0 = self.cls.n
         xi = np.asarray((np.asarray(iglob) - 1) / float(n0 - 1), dtype=float)
         eta = np.asarray((np.asarray(jglob) - 1) / float(n0 - 1), dtype=float)
@@ -741,11 +957,21 @@ class Applu:
         out = np.empty((5,) + xi.shape)
         for m in range(5):
             ce = CE[m]
-            out[m] = (ce[0] + ce[1] * xi + ce[2] * eta + ce[3] * zeta + ce[4] * xi * xi
-                      + ce[5] * eta * eta + ce[6] * zeta * zeta + ce[7] * xi * xi * xi
-                      + ce[8] * eta * eta * eta + ce[9] * zeta * zeta * zeta
-                      + ce[10] * xi * xi * xi * xi + ce[11] * eta * eta * eta * eta
-                      + ce[12] * zeta * zeta * zeta * zeta)
+            out[m] = (
+                ce[0]
+                + ce[1] * xi
+                + ce[2] * eta
+                + ce[3] * zeta
+                + ce[4] * xi * xi
+                + ce[5] * eta * eta
+                + ce[6] * zeta * zeta
+                + ce[7] * xi * xi * xi
+                + ce[8] * eta * eta * eta
+                + ce[9] * zeta * zeta * zeta
+                + ce[10] * xi * xi * xi * xi
+                + ce[11] * eta * eta * eta * eta
+                + ce[12] * zeta * zeta * zeta * zeta
+            )
         return out
 
     def setbv(self) -> None:
@@ -755,7 +981,9 @@ class Applu:
         ig = s.ipt + np.arange(1, s.nx + 1)
         jg = s.jpt + np.arange(1, s.ny + 1)
         ks = np.arange(1, s.nz + 1)
-        u[:, _k(1, 1), _i(1, s.ny), _i(1, s.nx)] = self.exact(ig[None, None, :], jg[None, :, None], 1)
+        u[:, _k(1, 1), _i(1, s.ny), _i(1, s.nx)] = self.exact(
+            ig[None, None, :], jg[None, :, None], 1
+        )
         u[:, _k(s.nz, s.nz), _i(1, s.ny), _i(1, s.nx)] = self.exact(
             ig[None, None, :], jg[None, :, None], s.nz
         )
@@ -794,8 +1022,7 @@ class Applu:
         pxi = (1.0 - xi) * ue_1jk + xi * ue_nx0jk
         peta = (1.0 - eta) * ue_i1k + eta * ue_iny0k
         pzeta = (1.0 - zeta) * ue_ij1 + zeta * ue_ijnz
-        val = (pxi + peta + pzeta - pxi * peta - peta * pzeta - pzeta * pxi
-               + pxi * peta * pzeta)
+        val = pxi + peta + pzeta - pxi * peta - peta * pzeta - pzeta * pxi + pxi * peta * pzeta
         u[:, ks[0] - 1 : ks[-1], (jl + 1)[:, None], (il + 1)[None, :]] = val
 
     # -- communication ---------------------------------------------------------------------
@@ -825,70 +1052,75 @@ class Applu:
                 g[:, kk, s.ny + 2, ir] = buf.T
         elif iex == 2:
             if s.south != -1:
-                comm.Send([np.ascontiguousarray(g[:, kk, jr, s.nx + 1].T), MPI.DOUBLE],
-                          dest=s.south, tag=FROM_N)
+                comm.Send(
+                    [np.ascontiguousarray(g[:, kk, jr, s.nx + 1].T), MPI.DOUBLE],
+                    dest=s.south,
+                    tag=FROM_N,
+                )
             if s.east != -1:
-                comm.Send([np.ascontiguousarray(g[:, kk, s.ny + 1, ir].T), MPI.DOUBLE],
-                          dest=s.east, tag=FROM_W)
+                comm.Send(
+                    [np.ascontiguousarray(g[:, kk, s.ny + 1, ir].T), MPI.DOUBLE],
+                    dest=s.east,
+                    tag=FROM_W,
+                )
         else:
             if s.north != -1:
-                comm.Send([np.ascontiguousarray(g[:, kk, jr, 2].T), MPI.DOUBLE],
-                          dest=s.north, tag=FROM_S)
+                comm.Send(
+                    [np.ascontiguousarray(g[:, kk, jr, 2].T), MPI.DOUBLE], dest=s.north, tag=FROM_S
+                )
             if s.west != -1:
-                comm.Send([np.ascontiguousarray(g[:, kk, 2, ir].T), MPI.DOUBLE],
-                          dest=s.west, tag=FROM_E)
+                comm.Send(
+                    [np.ascontiguousarray(g[:, kk, 2, ir].T), MPI.DOUBLE], dest=s.west, tag=FROM_E
+                )
 
     def exchange_3(self, g: np.ndarray, iex: int) -> None:
-        """Two ghost layers of a whole field: north/south (iex 0) or east/west (iex 1)."""
+        """Swap two ghost layers of a whole field: north/south (iex 0) or east/west (iex 1)."""
         s, comm = self.sub, self.comm
         if iex == 0:
-            lo, hi, nlines = s.north, s.south, s.ny
-            n_ = s.nx
-
-            def plane(i: int) -> tuple:
-                return (slice(None), slice(None), _i(1, s.ny), i + 1)
-
+            lo, hi, n, lines = s.north, s.south, s.nx, _i(1, s.ny)
             tag_down, tag_up = FROM_N, FROM_S
         else:
-            lo, hi, nlines = s.west, s.east, s.nx
-            n_ = s.ny
-
-            def plane(j: int) -> tuple:  # type: ignore[misc]
-                return (slice(None), slice(None), j + 1, _i(1, s.nx))
-
+            lo, hi, n, lines = s.west, s.east, s.ny, _i(1, s.nx)
             tag_down, tag_up = FROM_W, FROM_E
+
+        def plane(f: int) -> tuple:
+            # Fortran i = f (iex 0) or j = f (iex 1), every k, every line of the other axis.
+            return (
+                (slice(None), slice(None), lines, f + 1)
+                if iex == 0
+                else (slice(None), slice(None), f + 1, lines)
+            )
 
         def pack(first: int, second: int) -> np.ndarray:
             # NPB's buffer: (5, line, k) with m fastest, first plane then second plane.
-            return np.concatenate([
-                np.ascontiguousarray(np.moveaxis(g[plane(first)], 0, -1)).ravel(),
-                np.ascontiguousarray(np.moveaxis(g[plane(second)], 0, -1)).ravel(),
-            ])
+            return np.concatenate(
+                [np.moveaxis(g[plane(f)], 0, -1).ravel() for f in (first, second)]
+            )
 
         def unpack(buf: np.ndarray, first: int, second: int) -> None:
             half = buf.size // 2
-            shape = (s.nz, nlines, 5)
+            shape = (s.nz, g[plane(first)].shape[-1], 5)
             g[plane(first)] = np.moveaxis(buf[:half].reshape(shape), -1, 0)
             g[plane(second)] = np.moveaxis(buf[half:].reshape(shape), -1, 0)
 
-        size = 10 * nlines * s.nz
-        # Downstream (towards higher i or j) first, then upstream, as exchange_3 does it.
+        size = 2 * g[plane(1)].size
+        # Towards higher i (or j) first, then back, in the order of the MPI original.
         if lo != -1:
             inbox = np.empty(size)
             req = comm.Irecv([inbox, MPI.DOUBLE], source=lo, tag=tag_down)
         if hi != -1:
-            comm.Send([pack(n_ - 1, n_), MPI.DOUBLE], dest=hi, tag=tag_down)
+            comm.Send([pack(n - 1, n), MPI.DOUBLE], dest=hi, tag=tag_down)
         if lo != -1:
             req.Wait()
             unpack(inbox, -1, 0)
         if hi != -1:
-            inbox2 = np.empty(size)
-            req2 = comm.Irecv([inbox2, MPI.DOUBLE], source=hi, tag=tag_up)
+            inbox = np.empty(size)
+            req = comm.Irecv([inbox, MPI.DOUBLE], source=hi, tag=tag_up)
         if lo != -1:
             comm.Send([pack(2, 1), MPI.DOUBLE], dest=lo, tag=tag_up)
         if hi != -1:
-            req2.Wait()
-            unpack(inbox2, n_ + 2, n_ + 1)
+            req.Wait()
+            unpack(inbox, n + 2, n + 1)
 
     # -- right-hand sides ------------------------------------------------------------------
 
@@ -903,28 +1135,71 @@ class Applu:
         # xi (Fortran i) after the north/south exchange of two ghost layers.
         self.exchange_3(w, 0)
         _line_terms(
-            w[:, ks, js, :], out[:, ks, js, :], 1,
-            1 if s.north == -1 else 0, s.nx if s.south == -1 else s.nx + 1, s.ist, s.iend,
-            c["tx1"], c["tx2"], c["tx3"], self.dx, s.north == -1, s.south == -1, s.nx,
-            4 if s.north == -1 else 1, s.nx - 3 if s.south == -1 else s.nx, c["dssp"], 1,
+            w[:, ks, js, :],
+            out[:, ks, js, :],
+            1,
+            1 if s.north == -1 else 0,
+            s.nx if s.south == -1 else s.nx + 1,
+            s.ist,
+            s.iend,
+            c["tx1"],
+            c["tx2"],
+            c["tx3"],
+            self.dx,
+            s.north == -1,
+            s.south == -1,
+            s.nx,
+            4 if s.north == -1 else 1,
+            s.nx - 3 if s.south == -1 else s.nx,
+            c["dssp"],
+            1,
         )
         # eta (Fortran j) after the east/west exchange.
         self.exchange_3(w, 1)
         _line_terms(
-            w[:, ks, :, is_].transpose(0, 1, 3, 2), out[:, ks, :, is_].transpose(0, 1, 3, 2), 2,
-            1 if s.west == -1 else 0, s.ny if s.east == -1 else s.ny + 1, s.jst, s.jend,
-            c["ty1"], c["ty2"], c["ty3"], self.dy, s.west == -1, s.east == -1, s.ny,
-            4 if s.west == -1 else 1, s.ny - 3 if s.east == -1 else s.ny, c["dssp"], 1,
+            w[:, ks, :, is_].transpose(0, 1, 3, 2),
+            out[:, ks, :, is_].transpose(0, 1, 3, 2),
+            2,
+            1 if s.west == -1 else 0,
+            s.ny if s.east == -1 else s.ny + 1,
+            s.jst,
+            s.jend,
+            c["ty1"],
+            c["ty2"],
+            c["ty3"],
+            self.dy,
+            s.west == -1,
+            s.east == -1,
+            s.ny,
+            4 if s.west == -1 else 1,
+            s.ny - 3 if s.east == -1 else s.ny,
+            c["dssp"],
+            1,
         )
         # zeta: not decomposed, so no exchange; k is numpy index k-1.
         _line_terms(
-            w[:, :, js, is_].transpose(0, 2, 3, 1), out[:, :, js, is_].transpose(0, 2, 3, 1), 3,
-            1, nz, 2, nz - 1, c["tz1"], c["tz2"], c["tz3"], self.dz, True, True, nz,
-            4, nz - 3, c["dssp"], -1,
+            w[:, :, js, is_].transpose(0, 2, 3, 1),
+            out[:, :, js, is_].transpose(0, 2, 3, 1),
+            3,
+            1,
+            nz,
+            2,
+            nz - 1,
+            c["tz1"],
+            c["tz2"],
+            c["tz3"],
+            self.dz,
+            True,
+            True,
+            nz,
+            4,
+            nz - 3,
+            c["dssp"],
+            -1,
         )
 
     def erhs(self) -> None:
-        """Forcing term: the operator applied to the exact solution."""
+        """Compute the forcing term: the operator applied to the exact solution."""
         s = self.sub
         self.frct[...] = 0.0
         ig = s.ipt + np.arange(1, s.nx + 1)
@@ -946,8 +1221,9 @@ class Applu:
 
     def _global_rms(self, local: np.ndarray) -> np.ndarray:
         total = np.empty(5)
-        self.comm.Allreduce([np.ascontiguousarray(local), MPI.DOUBLE], [total, MPI.DOUBLE],
-                            op=MPI.SUM)
+        self.comm.Allreduce(
+            [np.ascontiguousarray(local), MPI.DOUBLE], [total, MPI.DOUBLE], op=MPI.SUM
+        )
         n0 = self.cls.n
         return np.sqrt(total / (float(n0 - 2) * (n0 - 2) * (n0 - 2)))
 
@@ -963,9 +1239,10 @@ class Applu:
         ig = s.ipt + np.arange(s.ist, s.iend + 1)
         jg = s.jpt + np.arange(s.jst, s.jend + 1)
         ks = np.arange(2, s.nz)
-        diff = self.exact(ig[None, None, :], jg[None, :, None], ks[:, None, None]) - self.u[
-            :, _k(2, s.nz - 1), _i(s.jst, s.jend), _i(s.ist, s.iend)
-        ]
+        diff = (
+            self.exact(ig[None, None, :], jg[None, :, None], ks[:, None, None])
+            - self.u[:, _k(2, s.nz - 1), _i(s.jst, s.jend), _i(s.ist, s.iend)]
+        )
         return self._global_rms(np.einsum("mkji,mkji->m", diff, diff))
 
     def _sum_all(self, x: float) -> float:
@@ -1014,8 +1291,12 @@ class Applu:
             total = 0.0
             for p in (p1, p2):
                 total += float(
-                    (p[a0 : a1 + 1, b0 : b1 + 1] + p[a0 + 1 : a1 + 2, b0 : b1 + 1]
-                     + p[a0 : a1 + 1, b0 + 1 : b1 + 2] + p[a0 + 1 : a1 + 2, b0 + 1 : b1 + 2]).sum()
+                    (
+                        p[a0 : a1 + 1, b0 : b1 + 1]
+                        + p[a0 + 1 : a1 + 2, b0 : b1 + 1]
+                        + p[a0 : a1 + 1, b0 + 1 : b1 + 2]
+                        + p[a0 + 1 : a1 + 2, b0 + 1 : b1 + 2]
+                    ).sum()
                 )
             return total
 
@@ -1024,9 +1305,11 @@ class Applu:
         phi2 = np.zeros((size, size))
         if jfin >= jbeg and ifin >= ibeg:
             phi1[ibeg : ifin + 1, jbeg : jfin + 1] = pressure(
-                _k(ki1, ki1), _i(jbeg, jfin), _i(ibeg, ifin))[0].T
+                _k(ki1, ki1), _i(jbeg, jfin), _i(ibeg, ifin)
+            )[0].T
             phi2[ibeg : ifin + 1, jbeg : jfin + 1] = pressure(
-                _k(ki2, ki2), _i(jbeg, jfin), _i(ibeg, ifin))[0].T
+                _k(ki2, ki2), _i(jbeg, jfin), _i(ibeg, ifin)
+            )[0].T
         # exchange_4: a line from the east, then a column (with corners) from the south.
         if jfin1 == ny:
             dum = np.empty(2 * nx)
@@ -1034,18 +1317,27 @@ class Applu:
             phi1[1 : nx + 1, ny + 1] = dum[:nx]
             phi2[1 : nx + 1, ny + 1] = dum[nx:]
         if jbeg == 1:
-            comm.Send([np.concatenate([phi1[1 : nx + 1, 1], phi2[1 : nx + 1, 1]]), MPI.DOUBLE],
-                      dest=s.west, tag=FROM_E)
+            comm.Send(
+                [np.concatenate([phi1[1 : nx + 1, 1], phi2[1 : nx + 1, 1]]), MPI.DOUBLE],
+                dest=s.west,
+                tag=FROM_E,
+            )
         if ifin1 == nx:
             dum = np.empty(2 * (ny + 2))
             comm.Recv([dum, MPI.DOUBLE], source=s.south, tag=FROM_S)
             phi1[nx + 1, 0 : ny + 2] = dum[: ny + 2]
             phi2[nx + 1, 0 : ny + 2] = dum[ny + 2 :]
         if ibeg == 1:
-            comm.Send([np.concatenate([phi1[1, 0 : ny + 2], phi2[1, 0 : ny + 2]]), MPI.DOUBLE],
-                      dest=s.north, tag=FROM_S)
-        frc1 = self.k["dxi"] * self.k["deta"] * self._sum_all(
-            box_sum(phi1, phi2, ibeg, ifin1, jbeg, jfin1))
+            comm.Send(
+                [np.concatenate([phi1[1, 0 : ny + 2], phi2[1, 0 : ny + 2]]), MPI.DOUBLE],
+                dest=s.north,
+                tag=FROM_S,
+            )
+        frc1 = (
+            self.k["dxi"]
+            * self.k["deta"]
+            * self._sum_all(box_sum(phi1, phi2, ibeg, ifin1, jbeg, jfin1))
+        )
 
         # Faces j = ji1 and j = ji2: phi(i, k).
         phi1 = np.zeros((size, size))
@@ -1054,15 +1346,20 @@ class Applu:
         ind2 = jpt + jfin == ji2
         if ind1 and ifin >= ibeg:
             phi1[ibeg : ifin + 1, ki1 : ki2 + 1] = pressure(
-                _k(ki1, ki2), _i(jbeg, jbeg), _i(ibeg, ifin))[:, 0, :].T
+                _k(ki1, ki2), _i(jbeg, jbeg), _i(ibeg, ifin)
+            )[:, 0, :].T
         if ind2 and ifin >= ibeg:
             phi2[ibeg : ifin + 1, ki1 : ki2 + 1] = pressure(
-                _k(ki1, ki2), _i(jfin, jfin), _i(ibeg, ifin))[:, 0, :].T
+                _k(ki1, ki2), _i(jfin, jfin), _i(ibeg, ifin)
+            )[:, 0, :].T
         for flag, phi in ((ind1, phi1), (ind2, phi2)):
             if flag:
                 self._exchange_5(phi, ibeg, ifin1)
-        frc2 = self.k["dxi"] * self.k["dzeta"] * self._sum_all(
-            box_sum(phi1, phi2, ibeg, ifin1, ki1, ki2 - 1))
+        frc2 = (
+            self.k["dxi"]
+            * self.k["dzeta"]
+            * self._sum_all(box_sum(phi1, phi2, ibeg, ifin1, ki1, ki2 - 1))
+        )
 
         # Faces i = ii1 and i = ii2: phi(j, k).
         phi1 = np.zeros((size, size))
@@ -1071,15 +1368,20 @@ class Applu:
         ind2 = ipt + ifin == ii2
         if ind1 and jfin >= jbeg:
             phi1[jbeg : jfin + 1, ki1 : ki2 + 1] = pressure(
-                _k(ki1, ki2), _i(jbeg, jfin), _i(ibeg, ibeg))[:, :, 0].T
+                _k(ki1, ki2), _i(jbeg, jfin), _i(ibeg, ibeg)
+            )[:, :, 0].T
         if ind2 and jfin >= jbeg:
             phi2[jbeg : jfin + 1, ki1 : ki2 + 1] = pressure(
-                _k(ki1, ki2), _i(jbeg, jfin), _i(ifin, ifin))[:, :, 0].T
+                _k(ki1, ki2), _i(jbeg, jfin), _i(ifin, ifin)
+            )[:, :, 0].T
         for flag, phi in ((ind1, phi1), (ind2, phi2)):
             if flag:
                 self._exchange_6(phi, jbeg, jfin1)
-        frc3 = self.k["deta"] * self.k["dzeta"] * self._sum_all(
-            box_sum(phi1, phi2, jbeg, jfin1, ki1, ki2 - 1))
+        frc3 = (
+            self.k["deta"]
+            * self.k["dzeta"]
+            * self._sum_all(box_sum(phi1, phi2, jbeg, jfin1, ki1, ki2 - 1))
+        )
         return 0.25 * (frc1 + frc2 + frc3)
 
     def _exchange_5(self, g: np.ndarray, ibeg: int, ifin1: int) -> None:
@@ -1089,8 +1391,9 @@ class Applu:
             self.comm.Recv([dum, MPI.DOUBLE], source=s.south, tag=FROM_S)
             g[s.nx + 1, 1 : s.nz + 1] = dum
         if ibeg == 1:
-            self.comm.Send([np.ascontiguousarray(g[1, 1 : s.nz + 1]), MPI.DOUBLE],
-                           dest=s.north, tag=FROM_S)
+            self.comm.Send(
+                [np.ascontiguousarray(g[1, 1 : s.nz + 1]), MPI.DOUBLE], dest=s.north, tag=FROM_S
+            )
 
     def _exchange_6(self, g: np.ndarray, jbeg: int, jfin1: int) -> None:
         s = self.sub
@@ -1099,8 +1402,9 @@ class Applu:
             self.comm.Recv([dum, MPI.DOUBLE], source=s.east, tag=FROM_E)
             g[s.ny + 1, 1 : s.nz + 1] = dum
         if jbeg == 1:
-            self.comm.Send([np.ascontiguousarray(g[1, 1 : s.nz + 1]), MPI.DOUBLE],
-                           dest=s.west, tag=FROM_E)
+            self.comm.Send(
+                [np.ascontiguousarray(g[1, 1 : s.nz + 1]), MPI.DOUBLE], dest=s.west, tag=FROM_E
+            )
 
     # -- SSOR ---------------------------------------------------------------------------------
 
@@ -1135,7 +1439,9 @@ class Applu:
             if istep % inorm == 0 or istep == itmax:
                 self.rsdnm = self.l2norm(rsd)
             if np.all(self.rsdnm < TOLRSD):
-                _npb.say(self.world, f" convergence was achieved after {istep:4d} pseudo-time steps")
+                _npb.say(
+                    self.world, f" convergence was achieved after {istep:4d} pseudo-time steps"
+                )
                 break
         return timer.stop()
 
@@ -1147,7 +1453,8 @@ def run(world: World, klass: str) -> Result:
     if grid is None or cls.n // grid[0] < 3 or cls.n // grid[1] < 3:
         counts = ", ".join(str(n) for n in allowed_counts(cls.n, 64))
         raise _npb.unsupported_ranks(
-            world, "lu",
+            world,
+            "lu",
             f"a rank count that NPB's proc_grid accepts for class {klass}, i.e. n = x*y with "
             f"y <= x <= 2y and sub-domains at least 3 points wide (up to 64: {counts})",
         )
@@ -1180,12 +1487,23 @@ def run(world: World, klass: str) -> Result:
     frc = app.pintgr()
     seconds = float(tmax[0])
     n = float(cls.n)
-    flops = 1e-6 * cls.itmax * (1984.77 * n * n * n - 10923.3 * (3.0 * n / 3.0) ** 2
-                                + 27770.9 * (3.0 * n) / 3.0 - 144010.0)
-    checks = [Check(f"residual RMS norm {m + 1}", float(app.rsdnm[m]), cls.xcr[m], EPSILON)
-              for m in range(5)]
-    checks += [Check(f"error RMS norm {m + 1}", float(errnm[m]), cls.xce[m], EPSILON)
-               for m in range(5)]
+    flops = (
+        1e-6
+        * cls.itmax
+        * (
+            1984.77 * n * n * n
+            - 10923.3 * (3.0 * n / 3.0) ** 2
+            + 27770.9 * (3.0 * n) / 3.0
+            - 144010.0
+        )
+    )
+    checks = [
+        Check(f"residual RMS norm {m + 1}", float(app.rsdnm[m]), cls.xcr[m], EPSILON)
+        for m in range(5)
+    ]
+    checks += [
+        Check(f"error RMS norm {m + 1}", float(errnm[m]), cls.xce[m], EPSILON) for m in range(5)
+    ]
     checks.append(Check("surface integral", frc, cls.xci, EPSILON))
     return Result(
         name="LU",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+
 from mmpi import MPI
 
 from . import _jit, _npb
@@ -58,67 +59,62 @@ class Decomposition:
     """NPB's setup(): process grid pi, coordinates idi, levels 1..lt (index 0 unused)."""
 
     lt: int
-    pi: tuple[int, int, int]
-    idi: tuple[int, int, int]
+    nprocs: int
+    pi: tuple[int, ...]
+    idi: tuple[int, ...]
     levels: list[Level]
-    start: tuple[int, int, int]  # is1, is2, is3: first owned global index (Fortran, from 2)
-    end: tuple[int, int, int]  # ie1, ie2, ie3
-    nprocs: int = 1
-    ng: list[tuple[int, int, int]] = field(default_factory=list)
+    start: tuple[int, ...]  # is1, is2, is3: first owned global index (Fortran, from 2)
 
 
 def decompose(nx: int, nprocs: int, me: int) -> Decomposition:
     """Split the grid over a pi1 x pi2 x pi3 process grid and find every level's neighbours."""
     lt = _npb.ilog2(nx)
-    ng: list[list[int]] = [[0, 0, 0] for _ in range(lt + 1)]
-    ng[lt] = [nx, nx, nx]
-    for k in range(lt - 1, 0, -1):
-        ng[k] = [g // 2 for g in ng[k + 1]]
     log_p = _npb.ilog2(nprocs)
     dx = log_p // 3
     dy = (log_p - dx) // 2
-    pi = [1 << dx, 1 << dy, 0]
-    pi[2] = nprocs // (pi[0] * pi[1])
-    idi = [me % pi[0], (me // pi[0]) % pi[1], me // (pi[0] * pi[1])]
+    pi = (1 << dx, 1 << dy, nprocs >> (dx + dy))
+    idi = (me % pi[0], (me // pi[0]) % pi[1], me // (pi[0] * pi[1]))
 
+    # Going down the levels, a rank whose neighbour has no points any more looks twice as far
+    # (`nxt`), and a rank with one point next to an empty one must give to it on the way up.
     nxt = [1, 1, 1]
-    mi: dict[int, list[int]] = {}
+    found: dict[int, tuple[list[int], dict[tuple[int, int], int]]] = {}
     give = {k: [False] * 3 for k in range(1, lt + 2)}
     take = {k: [False] * 3 for k in range(1, lt + 2)}
-    levels: list[Level] = [Level((0, 0, 0), True, {})]
-    raw: dict[int, tuple[list[int], bool, dict[tuple[int, int], int]]] = {}
     for k in range(lt, 0, -1):
-        mi[k] = [0, 0, 0]
+        g = nx >> (lt - k)  # points per edge at level k
+        mi = [0, 0, 0]
         for ax in range(3):
-            g, p, i = ng[k][ax], pi[ax], idi[ax]
-            mi[k][ax] = 2 + ((i + 1) * g) // p - (i * g) // p
+            p, i = pi[ax], idi[ax]
+            mi[ax] = 2 + ((i + 1) * g) // p - (i * g) // p
             mip = 2 + ((nxt[ax] + i + 1) * g) // p - ((nxt[ax] + i) * g) // p
-            if mip == 2 or mi[k][ax] == 2:
+            if mip == 2 or mi[ax] == 2:
                 nxt[ax] *= 2
-            if k + 1 <= lt:
-                if mip == 2 and mi[k][ax] == 3:
-                    give[k + 1][ax] = True
-                if mip == 3 and mi[k][ax] == 2:
-                    take[k + 1][ax] = True
-        dead = any(x == 2 for x in mi[k])
+            if k < lt and mip == 2 and mi[ax] == 3:
+                give[k + 1][ax] = True
+            if k < lt and mip == 3 and mi[ax] == 2:
+                take[k + 1][ax] = True
         nbr: dict[tuple[int, int], int] = {}
         for d in (1, -1):
             idin = [(idi[ax] + d * nxt[ax] + pi[ax]) % pi[ax] for ax in range(3)]
             nbr[(0, d)] = idin[0] + pi[0] * (idi[1] + pi[1] * idi[2])
             nbr[(1, d)] = idi[0] + pi[0] * (idin[1] + pi[1] * idi[2])
             nbr[(2, d)] = idi[0] + pi[0] * (idi[1] + pi[1] * idin[2])
-        raw[k] = (mi[k], dead, nbr)
+        found[k] = (mi, nbr)
+    levels = [Level((0, 0, 0), True, {})]
     for k in range(1, lt + 1):
-        m, dead, nbr = raw[k]
+        mi, nbr = found[k]
         levels.append(
-            Level((m[2], m[1], m[0]), dead, nbr, tuple(give[k]), tuple(take[k]))  # type: ignore[arg-type]
+            Level(
+                m=(mi[2], mi[1], mi[0]),
+                dead=2 in mi,
+                nbr=nbr,
+                give_ex=(give[k][0], give[k][1], give[k][2]),
+                take_ex=(take[k][0], take[k][1], take[k][2]),
+            )
         )
     start = tuple(2 + nx - ((pi[a] - idi[a]) * nx) // pi[a] for a in range(3))
-    end = tuple(1 + nx - ((pi[a] - 1 - idi[a]) * nx) // pi[a] for a in range(3))
-    return Decomposition(
-        lt, tuple(pi), tuple(idi), levels, start, end, nprocs,  # type: ignore[arg-type]
-        [tuple(g) for g in ng],  # type: ignore[misc]
-    )
+    return Decomposition(lt, nprocs, pi, idi, levels, start)
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,10 +131,14 @@ def _resid_loops(u, v, r, a0, a2, a3):  # pragma: no cover - compiled
     for i3 in range(1, n3 - 1):
         for i2 in range(1, n2 - 1):
             for i1 in range(n1):
-                u1[i1] = u[i3, i2 - 1, i1] + u[i3, i2 + 1, i1] + u[i3 - 1, i2, i1] + u[i3 + 1, i2, i1]
+                u1[i1] = (
+                    u[i3, i2 - 1, i1] + u[i3, i2 + 1, i1] + u[i3 - 1, i2, i1] + u[i3 + 1, i2, i1]
+                )
                 u2[i1] = (
-                    u[i3 - 1, i2 - 1, i1] + u[i3 - 1, i2 + 1, i1]
-                    + u[i3 + 1, i2 - 1, i1] + u[i3 + 1, i2 + 1, i1]
+                    u[i3 - 1, i2 - 1, i1]
+                    + u[i3 - 1, i2 + 1, i1]
+                    + u[i3 + 1, i2 - 1, i1]
+                    + u[i3 + 1, i2 + 1, i1]
                 )
             for i1 in range(1, n1 - 1):
                 r[i3, i2, i1] = (
@@ -157,10 +157,14 @@ def _psinv_loops(r, u, c0, c1, c2):  # pragma: no cover - compiled
     for i3 in range(1, n3 - 1):
         for i2 in range(1, n2 - 1):
             for i1 in range(n1):
-                r1[i1] = r[i3, i2 - 1, i1] + r[i3, i2 + 1, i1] + r[i3 - 1, i2, i1] + r[i3 + 1, i2, i1]
+                r1[i1] = (
+                    r[i3, i2 - 1, i1] + r[i3, i2 + 1, i1] + r[i3 - 1, i2, i1] + r[i3 + 1, i2, i1]
+                )
                 r2[i1] = (
-                    r[i3 - 1, i2 - 1, i1] + r[i3 - 1, i2 + 1, i1]
-                    + r[i3 + 1, i2 - 1, i1] + r[i3 + 1, i2 + 1, i1]
+                    r[i3 - 1, i2 - 1, i1]
+                    + r[i3 - 1, i2 + 1, i1]
+                    + r[i3 + 1, i2 - 1, i1]
+                    + r[i3 + 1, i2 + 1, i1]
                 )
             for i1 in range(1, n1 - 1):
                 u[i3, i2, i1] = (
@@ -183,18 +187,24 @@ def _rprj3_loops(r, s, d1, d2, d3):  # pragma: no cover - compiled
             for j1 in range(1, m1j):
                 i1 = 2 * j1 + 1 - d1
                 x1[i1 - 1] = (
-                    r[i3, i2 - 1, i1 - 1] + r[i3, i2 + 1, i1 - 1]
-                    + r[i3 - 1, i2, i1 - 1] + r[i3 + 1, i2, i1 - 1]
+                    r[i3, i2 - 1, i1 - 1]
+                    + r[i3, i2 + 1, i1 - 1]
+                    + r[i3 - 1, i2, i1 - 1]
+                    + r[i3 + 1, i2, i1 - 1]
                 )
                 y1[i1 - 1] = (
-                    r[i3 - 1, i2 - 1, i1 - 1] + r[i3 + 1, i2 - 1, i1 - 1]
-                    + r[i3 - 1, i2 + 1, i1 - 1] + r[i3 + 1, i2 + 1, i1 - 1]
+                    r[i3 - 1, i2 - 1, i1 - 1]
+                    + r[i3 + 1, i2 - 1, i1 - 1]
+                    + r[i3 - 1, i2 + 1, i1 - 1]
+                    + r[i3 + 1, i2 + 1, i1 - 1]
                 )
             for j1 in range(1, m1j - 1):
                 i1 = 2 * j1 + 1 - d1
                 y2 = (
-                    r[i3 - 1, i2 - 1, i1] + r[i3 + 1, i2 - 1, i1]
-                    + r[i3 - 1, i2 + 1, i1] + r[i3 + 1, i2 + 1, i1]
+                    r[i3 - 1, i2 - 1, i1]
+                    + r[i3 + 1, i2 - 1, i1]
+                    + r[i3 - 1, i2 + 1, i1]
+                    + r[i3 + 1, i2 + 1, i1]
                 )
                 x2 = r[i3, i2 - 1, i1] + r[i3, i2 + 1, i1] + r[i3 - 1, i2, i1] + r[i3 + 1, i2, i1]
                 s[j3, j2, j1] = (
@@ -363,9 +373,9 @@ def _interp_thin(z, u):
                     continue
                 total = None
                 # Summation order of the Fortran: i3 offset outermost, then i1, then i2.
-                for o3 in ((1, 0) if mid3 else (0,)):
-                    for o1 in ((1, 0) if mid1 else (0,)):
-                        for o2 in ((1, 0) if mid2 else (0,)):
+                for o3 in (1, 0) if mid3 else (0,):
+                    for o1 in (1, 0) if mid1 else (0,):
+                        for o2 in (1, 0) if mid2 else (0,):
                             piece = z[
                                 r3.start + o3 : r3.stop + o3,
                                 r2.start + o2 : r2.stop + o2,
@@ -378,11 +388,19 @@ def _interp_thin(z, u):
 
 if _jit.ENABLED:
     _resid, _psinv, _rprj3, _interp, _norm = (
-        _resid_loops, _psinv_loops, _rprj3_loops, _interp_loops, _norm_loops,
+        _resid_loops,
+        _psinv_loops,
+        _rprj3_loops,
+        _interp_loops,
+        _norm_loops,
     )
 else:
     _resid, _psinv, _rprj3, _interp, _norm = (
-        _resid_numpy, _psinv_numpy, _rprj3_numpy, _interp_numpy, _norm_numpy,
+        _resid_numpy,
+        _psinv_numpy,
+        _rprj3_numpy,
+        _interp_numpy,
+        _norm_numpy,
     )
 
 
@@ -444,15 +462,23 @@ class Multigrid:
             from_above = np.empty(shape)
             from_below = np.empty(shape)
             reqs = [
-                comm.Irecv([from_above, MPI.DOUBLE], source=lv.nbr[(axis, 1)],
-                           tag=_msg_type(axis, -1)),
-                comm.Irecv([from_below, MPI.DOUBLE], source=lv.nbr[(axis, -1)],
-                           tag=_msg_type(axis, 1)),
+                comm.Irecv(
+                    [from_above, MPI.DOUBLE], source=lv.nbr[(axis, 1)], tag=_msg_type(axis, -1)
+                ),
+                comm.Irecv(
+                    [from_below, MPI.DOUBLE], source=lv.nbr[(axis, -1)], tag=_msg_type(axis, 1)
+                ),
             ]
-            comm.Send([np.ascontiguousarray(u[upper]), MPI.DOUBLE], dest=lv.nbr[(axis, 1)],
-                      tag=_msg_type(axis, 1))
-            comm.Send([np.ascontiguousarray(u[lower]), MPI.DOUBLE], dest=lv.nbr[(axis, -1)],
-                      tag=_msg_type(axis, -1))
+            comm.Send(
+                [np.ascontiguousarray(u[upper]), MPI.DOUBLE],
+                dest=lv.nbr[(axis, 1)],
+                tag=_msg_type(axis, 1),
+            )
+            comm.Send(
+                [np.ascontiguousarray(u[lower]), MPI.DOUBLE],
+                dest=lv.nbr[(axis, -1)],
+                tag=_msg_type(axis, -1),
+            )
             reqs[0].Wait()
             u[ghost_hi] = from_above
             reqs[1].Wait()
@@ -471,21 +497,29 @@ class Multigrid:
                 two = _face(u, axis, slice(0, 2), full=True)
                 from_above = np.empty(u[one].shape)
                 from_below = np.empty(u[two].shape)
-                r_above = comm.Irecv([from_above, MPI.DOUBLE], source=lv.nbr[(axis, 1)],
-                                     tag=_msg_type(axis, -1))
-                r_below = comm.Irecv([from_below, MPI.DOUBLE], source=lv.nbr[(axis, -1)],
-                                     tag=_msg_type(axis, 1))
+                r_above = comm.Irecv(
+                    [from_above, MPI.DOUBLE], source=lv.nbr[(axis, 1)], tag=_msg_type(axis, -1)
+                )
+                r_below = comm.Irecv(
+                    [from_below, MPI.DOUBLE], source=lv.nbr[(axis, -1)], tag=_msg_type(axis, 1)
+                )
                 r_above.Wait()
                 u[one] = from_above
                 r_below.Wait()
                 u[two] = from_below
             if lv.give_ex[axis]:
                 top = _face(u, axis, slice(u.shape[np_axis] - 2, None), full=True)
-                comm.Send([np.ascontiguousarray(u[top]), MPI.DOUBLE], dest=lv.nbr[(axis, 1)],
-                          tag=_msg_type(axis, 1))
+                comm.Send(
+                    [np.ascontiguousarray(u[top]), MPI.DOUBLE],
+                    dest=lv.nbr[(axis, 1)],
+                    tag=_msg_type(axis, 1),
+                )
                 low = _face(u, axis, 1, full=True)
-                comm.Send([np.ascontiguousarray(u[low]), MPI.DOUBLE], dest=lv.nbr[(axis, -1)],
-                          tag=_msg_type(axis, -1))
+                comm.Send(
+                    [np.ascontiguousarray(u[low]), MPI.DOUBLE],
+                    dest=lv.nbr[(axis, -1)],
+                    tag=_msg_type(axis, -1),
+                )
 
     def norm2u3(self, r: np.ndarray) -> tuple[float, float]:
         """(L2 norm, max norm) of r's interior over all ranks."""
@@ -500,13 +534,13 @@ class Multigrid:
     # -- operators with their exchanges ------------------------------------------------------
 
     def resid(self, u: np.ndarray, v: np.ndarray, r: np.ndarray, k: int) -> None:
-        """r = v - A u, then refresh r's ghosts."""
+        """Compute r = v - A u, then refresh r's ghosts."""
         a = self.a
         _resid(u, v, r, a[0], a[2], a[3])
         self.comm3(r, k)
 
     def psinv(self, r: np.ndarray, u: np.ndarray, k: int) -> None:
-        """u = u + S r (the smoother), then refresh u's ghosts."""
+        """Smooth: u = u + S r, then refresh u's ghosts."""
         c = self.c
         _psinv(r, u, c[0], c[1], c[2])
         self.comm3(u, k)
@@ -563,7 +597,9 @@ def zran3(mg: Multigrid, world: World) -> None:
     stream = _npb.Stream(d1, a) if d1 > 0 else None
     a1 = _npb.pow46(a, nx)
     a2 = _npb.pow46(a, nx * nx)
-    x0 = (_npb.SEED_DEFAULT * _npb.pow46(a, (is1 - 2) + nx * ((is2 - 2) + nx * (is3 - 2)))) & _npb.MASK46
+    x0 = (
+        _npb.SEED_DEFAULT * _npb.pow46(a, (is1 - 2) + nx * ((is2 - 2) + nx * (is3 - 2)))
+    ) & _npb.MASK46
     z[...] = 0.0
     if stream is not None:
         for i3 in range(1, n3 - 1):
@@ -578,7 +614,7 @@ def zran3(mg: Multigrid, world: World) -> None:
     count = min(CHARGES, flat.size)
 
     def local_best(sign: int) -> list[tuple[float, tuple[int, int, int]]]:
-        """This rank's candidates, best last (NPB's `ten` after its bubble sorts)."""
+        """List this rank's candidates, best last (NPB's `ten` after its bubble sorts)."""
         if count == 0:
             return []
         idx = np.argpartition(sign * flat, -count)[-count:]
@@ -605,7 +641,12 @@ def zran3(mg: Multigrid, world: World) -> None:
         if best_hi and buf[0] == mine:
             _, pos = best_hi.pop()
             chosen_hi.append(pos)
-            jg_in[:] = (world.rank, is1 - 2 + pos[2] + 1, is2 - 2 + pos[1] + 1, is3 - 2 + pos[0] + 1)
+            jg_in[:] = (
+                world.rank,
+                is1 - 2 + pos[2] + 1,
+                is2 - 2 + pos[1] + 1,
+                is3 - 2 + pos[0] + 1,
+            )
         comm.Allreduce([jg_in, MPI.INT], [jg_out, MPI.INT], op=MPI.MAX)
         mine = best_lo[-1][0] if best_lo else 1.0
         comm.Allreduce([np.array([mine]), MPI.DOUBLE], [buf, MPI.DOUBLE], op=MPI.MIN)
@@ -613,7 +654,12 @@ def zran3(mg: Multigrid, world: World) -> None:
         if best_lo and buf[0] == mine:
             _, pos = best_lo.pop()
             chosen_lo.append(pos)
-            jg_in[:] = (world.rank, is1 - 2 + pos[2] + 1, is2 - 2 + pos[1] + 1, is3 - 2 + pos[0] + 1)
+            jg_in[:] = (
+                world.rank,
+                is1 - 2 + pos[2] + 1,
+                is2 - 2 + pos[1] + 1,
+                is3 - 2 + pos[0] + 1,
+            )
         comm.Allreduce([jg_in, MPI.INT], [jg_out, MPI.INT], op=MPI.MAX)
 
     z[...] = 0.0

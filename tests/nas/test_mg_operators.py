@@ -13,11 +13,13 @@ RNG = np.random.default_rng(20240607)
 
 
 def field(shape: tuple[int, int, int]) -> np.ndarray:
+    """Draw a random field of the given (i3, i2, i1) shape."""
     return RNG.standard_normal(shape)
 
 
 @pytest.mark.parametrize("shape", [(6, 7, 9), (10, 10, 10), (3, 5, 4)])
 def test_resid_and_psinv(shape: tuple[int, int, int]) -> None:
+    """The resid and psinv loops agree with the whole-array code, ghosts included."""
     u, v = field(shape), field(shape)
     r_loop, r_np = field(shape), None
     r_np = r_loop.copy()
@@ -35,6 +37,7 @@ def test_resid_and_psinv(shape: tuple[int, int, int]) -> None:
 
 @pytest.mark.parametrize("fine", [(10, 10, 10), (6, 10, 18), (3, 6, 10)])
 def test_rprj3(fine: tuple[int, int, int]) -> None:
+    """Restriction agrees, also when a fine axis holds a single point (d = 2)."""
     coarse = tuple(2 + (m - 2) // 2 if m > 3 else 3 for m in fine)
     r = field(fine)
     d3, d2, d1 = (2 if m == 3 else 1 for m in fine)
@@ -46,6 +49,7 @@ def test_rprj3(fine: tuple[int, int, int]) -> None:
 
 @pytest.mark.parametrize("coarse", [(4, 4, 4), (5, 6, 10)])
 def test_interp(coarse: tuple[int, int, int]) -> None:
+    """Interpolation agrees, and the general (thin-grid) form reduces to the common one."""
     z = field(coarse)
     fine = tuple(2 * m - 2 for m in coarse)
     u0 = field(fine)
@@ -58,6 +62,7 @@ def test_interp(coarse: tuple[int, int, int]) -> None:
 
 
 def test_norm() -> None:
+    """The L2 sum and max norm agree."""
     r = field((7, 8, 9))
     s_loop, m_loop = mg._norm_loops(r)
     s_np, m_np = mg._norm_numpy(r)

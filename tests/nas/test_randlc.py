@@ -31,6 +31,7 @@ def reference_randlc(x: float, a: float) -> tuple[float, float]:
 
 
 def reference_stream(n: int, x: float, a: float = A) -> tuple[float, list[float]]:
+    """Draw `n` numbers with the reference generator; return (final seed, numbers)."""
     out = []
     for _ in range(n):
         x, r = reference_randlc(x, a)
@@ -39,6 +40,7 @@ def reference_stream(n: int, x: float, a: float = A) -> tuple[float, list[float]
 
 
 def test_first_values_from_the_npb_seed() -> None:
+    """The first five numbers from seed 314159265, a = 5^13, as exact doubles."""
     # The first numbers of the stream every NPB kernel starts from, as exact doubles.
     expected = [
         float.fromhex("0x1.96cb937105a80p-1"),
@@ -56,8 +58,11 @@ def test_first_values_from_the_npb_seed() -> None:
     assert x == 1250169187877
 
 
-@pytest.mark.parametrize("seed, a", [(SEED, A), (271828183.0, A), (1.0, 5.0**13), (2.0**46 - 1, 3.0)])
+@pytest.mark.parametrize(
+    "seed, a", [(SEED, A), (271828183.0, A), (1.0, 5.0**13), (2.0**46 - 1, 3.0)]
+)
 def test_randlc_matches_the_double_precision_reference(seed: float, a: float) -> None:
+    """200 steps of randlc equal NPB's double-precision algorithm bit for bit."""
     x_ref, expect = reference_stream(200, seed, a)
     x: int | float = seed
     for r_ref in expect:
@@ -68,6 +73,7 @@ def test_randlc_matches_the_double_precision_reference(seed: float, a: float) ->
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 64, 1000, 4097])
 def test_vranlc_matches_scalar_reference(n: int) -> None:
+    """The vectorised vranlc equals n scalar reference steps, including n = 0."""
     x_ref, expect = reference_stream(n, SEED)
     x, got = _npb.vranlc(n, SEED, A)
     assert got.dtype == np.float64
@@ -76,6 +82,7 @@ def test_vranlc_matches_scalar_reference(n: int) -> None:
 
 
 def test_vranlc_blocks_continue_the_stream() -> None:
+    """Consecutive blocks from one Stream concatenate to one long draw."""
     _, whole = _npb.vranlc(3000, SEED, A)
     stream = _npb.Stream(1000, A)
     x: int | float = SEED
@@ -87,6 +94,7 @@ def test_vranlc_blocks_continue_the_stream() -> None:
 
 
 def test_jump_ahead_lands_where_stepping_does() -> None:
+    """Seed times a^k mod 2^46 is where k single steps end up."""
     # EP and IS start each rank/batch at seed * a^k instead of stepping k times.
     k = 12345
     x_ref, _ = reference_stream(k, SEED)
@@ -95,7 +103,7 @@ def test_jump_ahead_lands_where_stepping_does() -> None:
 
 
 def test_vranlc_edge_of_the_modulus() -> None:
-    # Seeds and multipliers just below 2^46 exercise every carry of the split product.
+    """Seeds and multipliers just below 2^46 exercise every carry of the split product."""
     a = 2.0**46 - 3
     seed = 2.0**46 - 5
     x_ref, expect = reference_stream(50, seed, a)
@@ -105,6 +113,7 @@ def test_vranlc_edge_of_the_modulus() -> None:
 
 
 def test_bad_seed_is_rejected() -> None:
+    """A seed that is not an integer in [0, 2^46) is refused, not silently truncated."""
     with pytest.raises(ValueError):
         _npb.randlc(0.5, A)
     with pytest.raises(ValueError):
