@@ -7,8 +7,10 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from types import ModuleType
 
 from . import CLASSES, KERNELS
+from ._npb import World, format_report
 
 # `is` is a Python keyword, so the IS kernel lives in is_.py.
 _MODULES = {"ep": "ep", "is": "is_", "cg": "cg", "mg": "mg", "lu": "lu"}
@@ -26,14 +28,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _kernel_module(kernel: str) -> ModuleType:
+    """Import one kernel's module (and with it MPI)."""
+    return importlib.import_module(f"{__package__}.{_MODULES[kernel]}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one kernel; return 0 when rank 0 verified it, 1 when not, 3 on an internal error."""
     args = _parser().parse_args(argv)
     # Import the kernel (and with it MPI) only after the arguments are known to be good.
-    module = importlib.import_module(f"{__package__}.{_MODULES[args.kernel]}")
+    module = _kernel_module(args.kernel)
     from mmpi import MPI
-
-    from ._npb import World, format_report
 
     world = World.from_mpi(MPI)
     try:
