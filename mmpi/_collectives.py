@@ -237,7 +237,7 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
         sview = memoryview(bytearray(rb.view))
     else:
         sview = as_typed(sendbuf, writable=False, op="Alltoall").view
-    if len(sview) != rb.nbytes or rb.nbytes % c.n:
+    if len(sview) != rb.nbytes or rb.count % c.n:
         raise BufferError_(
             f"Alltoall on rank {c.rank}: send buffer has {len(sview)} bytes and receive buffer "
             f"{rb.nbytes}; both must hold one equal block per rank ({c.n} ranks)"
@@ -355,7 +355,7 @@ def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     rc, rl = c.root(root, "Gather")
     if c.rank == root:
         rb = as_typed(recvbuf, writable=True, op="Gather")
-        if rb.nbytes % c.n:
+        if rb.count % c.n:
             raise BufferError_(f"Gather on root {root}: receive buffer of {rb.nbytes} bytes is "
                                f"not {c.n} equal blocks")
         blk = rb.nbytes // c.n
@@ -436,7 +436,7 @@ def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     rc, rl = c.root(root, "Scatter")
     if c.rank == root:
         sb = as_typed(sendbuf, writable=False, op="Scatter")
-        if sb.nbytes % c.n:
+        if sb.count % c.n:
             raise BufferError_(f"Scatter on root {root}: send buffer of {sb.nbytes} bytes is "
                                f"not {c.n} equal blocks")
         blk = sb.nbytes // c.n
@@ -529,7 +529,7 @@ def scatter_obj(comm: Comm, objs, root: int):
 def allgather(comm: Comm, sendbuf, recvbuf) -> None:
     c = _Ctx(comm)
     rb = as_typed(recvbuf, writable=True, op="Allgather")
-    if rb.nbytes % c.n:
+    if rb.count % c.n:
         raise BufferError_(f"Allgather on rank {c.rank}: receive buffer of {rb.nbytes} bytes "
                            f"is not {c.n} equal blocks")
     blk = rb.nbytes // c.n
@@ -591,7 +591,7 @@ def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
     op = _op(op, "Reduce_scatter_block")
     rb = as_typed(recvbuf, writable=True, op="Reduce_scatter_block")
     if sendbuf is IN_PLACE:
-        if rb.nbytes % c.n:
+        if rb.count % c.n:
             raise BufferError_("Reduce_scatter_block: with IN_PLACE the receive buffer must "
                                f"hold {c.n} equal blocks")
         sb, blk = rb, rb.nbytes // c.n

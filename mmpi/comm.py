@@ -125,41 +125,47 @@ class Comm:
         return self._send_tag(tag, op)
 
     # -- buffer point-to-point -----------------------------------------------------------
-    def Isend(self, buf, dest: int, tag: int = 0) -> Request:
-        """Start a standard-mode send."""
+    def _isend(self, buf, dest: int, tag: int, op: str) -> Request:
         self._engine.check()
-        dest = self._dest(dest, "Isend")
-        tag = self._send_tag(tag, "Isend")
-        view = as_view(buf, writable=False, op="Isend")
+        dest = self._dest(dest, op)
+        tag = self._send_tag(tag, op)
+        view = as_view(buf, writable=False, op=op)
         if dest == PROC_NULL:
             return completed(self._engine)
         return self._engine.isend(self._p2p, view, dest, tag)
 
+    def _irecv(self, buf, source: int, tag: int, op: str) -> Request:
+        self._engine.check()
+        src = self._source(source, op)
+        want = self._recv_tag(tag, op)
+        view = as_view(buf, writable=True, op=op)
+        if src == PROC_NULL:
+            return completed(self._engine)
+        return self._engine.irecv(self._p2p, view, src, want, op)
+
+    def Isend(self, buf, dest: int, tag: int = 0) -> Request:
+        """Start a standard-mode send."""
+        return self._isend(buf, dest, tag, "Isend")
+
     def Send(self, buf, dest: int, tag: int = 0) -> None:
         """Blocking standard-mode send."""
-        self.Isend(buf, dest, tag).Wait()
+        self._isend(buf, dest, tag, "Send").Wait()
 
     def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         """Start a receive."""
-        self._engine.check()
-        src = self._source(source, "Irecv")
-        want = self._recv_tag(tag, "Irecv")
-        view = as_view(buf, writable=True, op="Irecv")
-        if src == PROC_NULL:
-            return completed(self._engine)
-        return self._engine.irecv(self._p2p, view, src, want, "Recv")
+        return self._irecv(buf, source, tag, "Irecv")
 
     def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: MPI.Status | None = None) -> None:
         """Blocking receive."""
-        self.Irecv(buf, source, tag).Wait(status)
+        self._irecv(buf, source, tag, "Recv").Wait(status)
 
     def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None,
                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
                  status: MPI.Status | None = None) -> None:
         """Send and receive at once (no deadlock between the two)."""
-        r = self.Irecv(recvbuf, source, recvtag)
-        s = self.Isend(sendbuf, dest, sendtag)
+        r = self._irecv(recvbuf, source, recvtag, "Sendrecv")
+        s = self._isend(sendbuf, dest, sendtag, "Sendrecv")
         Request.Waitall([s])
         r.Wait(status)
 

@@ -32,8 +32,9 @@ import numpy as np
 from mmpi import MPI
 
 from ._catalog import MARKER
+
 WINDOW = 64  # messages in flight per bandwidth iteration, as osu_bw
-T_DATA, T_BACK, T_ACK, T_DONE, T_GO = 100, 101, 102, 103, 104
+T_DATA, T_ACK, T_DONE, T_GO = 100, 102, 103, 104
 _POLL_SLEEP = 2e-4
 
 
