@@ -25,7 +25,8 @@ from ._relay import Link, Relay
 
 DEFAULT_CHUNK = 1 << 20
 DEFAULT_EAGER_MAX = 32 << 10
-HELLO_TIMEOUT = 10.0  # seconds a connected process has to prove it belongs to the job
+# Seconds a connected process has to prove it belongs to the job.
+HELLO_TIMEOUT = float(os.environ.get("MMPI_HELLO_TIMEOUT", 10.0))
 
 
 def rss_mib() -> float:
