@@ -11,6 +11,11 @@ Rules:
 - The rendezvous directory is always removed; after a failure, MPICH shared-memory files that
   appeared during the run and are no longer in use are removed too.
 - Success is: every cluster job exits 0, then every forwarder exits 0.
+- After the first failure, the other jobs get FAILURE_GRACE seconds to fail by themselves
+  before they are stopped: one dead rank brings down its cluster, the forwarder and maybe the
+  other cluster, and the job that exits first is often not the cause. Every failure is then
+  explained from the job's own output and the rendezvous pid files (see _diagnose.py), the
+  cause first; mmpi-run exits with the cause's status.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from typing import IO, NamedTuple
 
 from mmpi.errors import MMPIError
 
+from . import _diagnose
+from ._diagnose import Evidence, JobEnd
 from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 
 POLL_INTERVAL = 0.05  # seconds between checks of the jobs; 2 cores, so never spin
@@ -40,6 +47,7 @@ TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 EARLY_EXIT_GRACE = 5.0  # a forwarder exiting 0 at the very end races with mpiexec's own exit
 SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finished
 READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
+FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
 SHM_GLOB = "/dev/shm/mpich_shm_*"
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -89,6 +97,7 @@ class _Line(NamedTuple):
     label: str  # "[fwd0] ", "[low:1 v1] ", "[low] "
     text: str  # without the newline
     maybe_mpiexec: bool  # not known to come from a rank: could be mpiexec's own message
+    rank: int | None = None  # the local rank that printed it, when known
 
     def __str__(self) -> str:
         return f"{self.label}{self.text}\n"
@@ -157,7 +166,7 @@ class _RankDemux:
         text = data.decode(errors="replace")
         if rank is None:
             return _Line(f"[{self._cluster}] ", text, True)
-        return _Line(f"[{self._cluster}:{rank} v{self._first_vrank + rank}] ", text, False)
+        return _Line(f"[{self._cluster}:{rank} v{self._first_vrank + rank}] ", text, False, rank)
 
 
 # What Hydra prints about a job that mmpi-run itself is stopping: "BAD TERMINATION ... EXIT
@@ -176,6 +185,7 @@ class _Job:
     proc: subprocess.Popen[bytes]
     readers: list[threading.Thread] = field(default_factory=list)
     stopping: threading.Event = field(default_factory=threading.Event)  # we are stopping it
+    evidence: Evidence = field(default_factory=Evidence)  # how it ended, from its output
 
     @property
     def what(self) -> str:
@@ -191,9 +201,19 @@ class _Job:
 class _Failure:
     """Why the run stops early: the job at fault (if any), what happened, our exit status."""
 
-    what: str  # "cluster 'high' exited with status 1", "interrupted"
+    what: str  # "exited with status 1" (of `job`), "interrupted" (without a job)
     status: int
     job: _Job | None = None
+    exited: bool = False  # the job ended by itself: its output tells how
+
+    def end(self, order: int) -> JobEnd:
+        """Describe this failure for the diagnosis (only failures with a job have one)."""
+        assert self.job is not None
+        launch = self.job.launch
+        evidence = self.job.evidence if self.exited else None
+        return JobEnd(
+            launch.name, launch.role, self.status, self.what, evidence, launch.first_vrank, order
+        )
 
 
 def run(
@@ -203,12 +223,13 @@ def run(
     early_exit_grace: float = EARLY_EXIT_GRACE,
     shutdown_grace: float = SHUTDOWN_GRACE,
     term_grace: float = TERM_GRACE,
+    failure_grace: float = FAILURE_GRACE,
 ) -> int:
-    """Run `plan` to completion; return 0, the failing job's status, 130 on Ctrl-C."""
+    """Run `plan` to completion; return 0, the failure's cause's status, 130 on Ctrl-C."""
     output = _Output()
     shm_before = _shm_files()
     jobs: list[_Job] = []
-    failure: _Failure | None = None
+    failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
     try:
         try:
@@ -221,17 +242,20 @@ def run(
                     # run is unsafe with a preexec_fn. The pipes buffer the first output.
                     for job in jobs:
                         _start_readers(job, output)
-                failure = _watch(jobs, early_exit_grace, shutdown_grace)
-            status = failure.status if failure else 0
+                failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace)
+            status = 0
         except KeyboardInterrupt:
-            failure = _Failure("interrupted", 130)
-            status = failure.status
+            failures = [_Failure("interrupted", 130)]
+            status = 0
         except _Terminated as exc:
-            failure = _Failure(f"received {signal.Signals(exc.signum).name}", 128 + exc.signum)
-            status = failure.status
+            failures = [_Failure(f"received {signal.Signals(exc.signum).name}", 128 + exc.signum)]
+            status = 0
         finally:
             with _signals_ignored():
-                _shut_down(jobs, failure, output, term_grace)
+                # The pid files go with the rendezvous directory: read them first.
+                pids = _diagnose.read_pids(rendezvous) if failures else _diagnose.NO_PIDS
+                failed = _shut_down(jobs, failures, output, term_grace, pids)
+                status = failed if failed is not None else status
                 if status != 0:
                     _remove_new_shm(shm_before)
     finally:
@@ -240,23 +264,44 @@ def run(
 
 
 def _shut_down(
-    jobs: list[_Job], failure: _Failure | None, output: _Output, term_grace: float
-) -> None:
-    """Report `failure`, stop what still runs, drain the output, recap what we stopped."""
+    jobs: list[_Job],
+    failures: list[_Failure],
+    output: _Output,
+    term_grace: float,
+    pids: _diagnose.Pids,
+) -> int | None:
+    """Report the failures, stop what still runs, drain the output, recap; return the status."""
     running = [j for j in jobs if j.proc.poll() is None]
-    if failure is not None:
-        if failure.job is not None and failure.job.proc.returncode is not None:
-            # Let the failed job's last words (a traceback) come before our verdict.
-            failure.job.join_readers(0.5)
-        others = "all jobs" if failure.job is None else "the other jobs"
-        output.message(failure.what + (f"; stopping {others}" if running else ""))
-    _stop(jobs, term_grace)
+    status: int | None = None
+    headline = ""
+    try:
+        if failures:
+            for failure in failures:
+                if failure.exited and failure.job is not None:
+                    # Let a failed job's last words (a traceback, Hydra's banner) come first:
+                    # they are also the evidence for the diagnosis.
+                    failure.job.join_readers(0.5)
+            if failures[0].job is None:  # interrupted: nobody's fault
+                lines, status, headline = [failures[0].what], failures[0].status, failures[0].what
+                others = "all jobs"
+            else:
+                report = _diagnose.diagnose(
+                    [f.end(i) for i, f in enumerate(failures) if f.job is not None], pids
+                )
+                lines, status, headline = report.lines, report.status, report.headline
+                others = "the other jobs"
+            for line in lines[:-1]:
+                output.message(line)
+            output.message(lines[-1] + (f"; stopping {others}" if running else ""))
+    finally:
+        _stop(jobs, term_grace)
     for job in jobs:
         job.join_readers(READER_GRACE)
-    if failure is not None and running:
+    if failures and running:
         # Hydra reports the jobs we stopped as BAD TERMINATION; say once more who failed first.
         stopped = ", ".join(j.what for j in running)
-        output.message(f"stopped {stopped} ({failure.what}); exit status {failure.status}")
+        output.message(f"stopped {stopped} ({headline}); exit status {status}")
+    return status
 
 
 def _spawn(launch: Launch) -> _Job:
@@ -304,7 +349,7 @@ def _start_readers(job: _Job, output: _Output) -> None:
             labeller = _Labeller(launch.name)
         reader = threading.Thread(
             target=_pump,
-            args=(pipe, stream, labeller, output, job.stopping),
+            args=(pipe, stream, labeller, output, job),
             name=f"mmpi-run {launch.name} {stream}",
             daemon=True,  # a grandchild holding the pipe open must not keep us alive
         )
@@ -317,11 +362,16 @@ def _pump(
     stream: str,
     labeller: _Labeller | _RankDemux,
     output: _Output,
-    stopping: threading.Event,
+    job: _Job,
 ) -> None:
     def emit(lines: list[_Line]) -> None:
         for line in lines:
-            if line.maybe_mpiexec and stopping.is_set() and _STOPPING_NOISE.fullmatch(line.text):
+            job.evidence.feed(line.rank, line.text, stream)
+            if (
+                line.maybe_mpiexec
+                and job.stopping.is_set()
+                and _STOPPING_NOISE.fullmatch(line.text)
+            ):
                 continue
             output.write(stream, str(line))
 
@@ -331,28 +381,42 @@ def _pump(
         emit(labeller.flush())
 
 
-def _watch(jobs: list[_Job], early_exit_grace: float, shutdown_grace: float) -> _Failure | None:
-    """Wait until the job succeeds (None) or fails (the first failure)."""
+def _watch(
+    jobs: list[_Job], early_exit_grace: float, shutdown_grace: float, failure_grace: float
+) -> list[_Failure]:
+    """Wait until the job succeeds ([]) or fails (every failure within the grace period)."""
     clusters = [j for j in jobs if j.launch.role == CLUSTER]
     forwarders = [j for j in jobs if j.launch.role == FORWARDER]
     forwarder_gone_at: float | None = None
     clusters_done_at: float | None = None
+    failures: list[_Failure] = []
+    first_failure_at = 0.0
     while True:
-        for job in jobs:  # plan order: with several failures at once, report the first one
+        now = time.monotonic()
+        for job in jobs:  # plan order: failures seen in one sweep keep it
             code = job.proc.poll()
-            if code is not None and code != 0:
-                return _Failure(f"{job.what} {_describe_status(code)}", _exit_status(code), job)
+            if code and all(f.job is not job for f in failures):
+                what = _describe_status(code)
+                failures.append(_Failure(what, _exit_status(code), job, exited=True))
+                first_failure_at = first_failure_at or now
+        if failures:
+            # Give the others a moment to fail by themselves: the cause may be among them.
+            if now - first_failure_at >= failure_grace or all(
+                j.proc.returncode is not None for j in jobs
+            ):
+                return failures
+            time.sleep(POLL_INTERVAL)
+            continue
         running = [j for j in clusters if j.proc.returncode is None]
         forwarders_left = [j for j in forwarders if j.proc.returncode is None]
-        now = time.monotonic()
         if not running:
             if not forwarders_left:
-                return None
+                return []
             clusters_done_at = clusters_done_at or now
             if now - clusters_done_at > shutdown_grace:
                 job = forwarders_left[0]
                 what = f"did not exit within {shutdown_grace:g} s after the clusters finished"
-                return _Failure(f"{job.what} {what}", 1, job)
+                return [_Failure(what, 1, job)]
         elif len(forwarders_left) < len(forwarders):
             # A forwarder that exits 0 right after the clusters disconnected races with their
             # mpiexec's exit; only a cluster still running after the grace period is a failure.
@@ -363,7 +427,7 @@ def _watch(jobs: list[_Job], early_exit_grace: float, shutdown_grace: float) -> 
                     f"exited with status {job.proc.returncode} while cluster "
                     f"{running[0].launch.name!r} was still running"
                 )
-                return _Failure(f"{job.what} {what}", 1, job)
+                return [_Failure(what, 1, job)]
         time.sleep(POLL_INTERVAL)
 
 

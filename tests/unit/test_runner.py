@@ -455,3 +455,186 @@ def test_jobs_die_with_a_killed_runner(tmp_path):
     finally:
         runner_proc.kill()
         runner_proc.wait()
+
+
+# -- failure reports: who is the cause, from what the jobs printed -------------------------------
+
+from launch._diagnose import Evidence, JobEnd, Pids, diagnose, read_pids  # noqa: E402
+
+BANNER_KILLED = [  # what Hydra (MPICH 5.0.2) printed for a rank SIGKILLed by itself
+    "",
+    "=" * 83,
+    "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+    "=   PID 6718 RUNNING AT vm",
+    "=   EXIT CODE: 9",
+    "=   CLEANING UP REMAINING PROCESSES",
+    "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES",
+    "=" * 83,
+    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
+    "This typically refers to a problem with your application.",
+    "Please see the FAQ page for debugging suggestions",
+]
+FORWARDER_CRASH = [  # ...and for the forwarder whose UCX copy from a vanished rank failed
+    "[vm:6700:0:6710]      cma_ep.c:85   process_vm_readv(pid=6719 {0x7f0558e93010,524288}"
+    "-->{0x7f2580932010,524288}) returned -1: No such process",
+    *BANNER_KILLED[:3],
+    "=   PID 6700 RUNNING AT vm",
+    "=   EXIT CODE: 6",
+    *BANNER_KILLED[5:8],
+    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Aborted (signal 6)",
+]
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "faults.py", line 29, in <module>',
+    '    raise RuntimeError(f"injected failure on rank {rank}")',
+    "RuntimeError: injected failure on rank 3",
+]
+ABORT_1 = (
+    "Abort(1) on node 1 (rank 1 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 1)"
+    " - process 1"
+)
+PIDS = Pids({("high", 0): (6718, 2), ("high", 1): (6719, 3), ("low", 0): (6716, 0)}, {0: 6700})
+
+
+def evidence(*lines: tuple[int | None, str] | str) -> Evidence:
+    """Evidence from lines; a bare string is mpiexec's own line (no rank)."""
+    ev = Evidence()
+    for line in lines:
+        rank, text = (None, line) if isinstance(line, str) else line
+        ev.feed(rank, text)
+    return ev
+
+
+def test_killed_rank_is_the_cause_not_the_forwarder_that_crashed_first():
+    ends = [
+        JobEnd("fwd0", FORWARDER, 6, "exited with status 6", evidence(*FORWARDER_CRASH), 0, 0),
+        JobEnd("high", CLUSTER, 9, "exited with status 9", evidence(*BANNER_KILLED), 2, 1),
+    ]
+    report = diagnose(ends, PIDS)
+    assert report.lines == [
+        "rank 2 (high:0, pid 6718) was killed by signal 9 (SIGKILL); "
+        "cluster 'high' exited with status 9",
+        "then forwarder 'fwd0' (pid 6700) aborted (SIGABRT, exit status 6) "
+        "after losing rank 3 (high:1, pid 6719)",
+    ]
+    assert report.status == 9
+    assert report.headline == "rank 2 (high:0) was killed by signal 9 (SIGKILL)"
+
+
+def test_rank_that_raised_is_named_by_its_abort_line():
+    ev = evidence(*((1, t) for t in TRACEBACK), (1, ABORT_1))
+    end = JobEnd("high", CLUSTER, 1, "exited with status 1", ev, first_vrank=2)
+    assert diagnose([end], PIDS).lines == [
+        "rank 3 (high:1, pid 6719) raised RuntimeError: injected failure on rank 3; "
+        "cluster 'high' exited with status 1"
+    ]
+    # Without pid files (the rank died before writing one) the vrank comes from the plan.
+    headline = "rank 3 (high:1) raised RuntimeError: injected failure on rank 3"
+    assert diagnose([end]).headline == headline
+    # The abort line alone, as mpiexec's own output, still names the rank.
+    end = JobEnd("high", CLUSTER, 1, "exited with status 1", evidence(ABORT_1), first_vrank=2)
+    assert diagnose([end]).headline == "rank 3 (high:1) called MPI_Abort (code 1)"
+
+
+def test_rank_that_called_sys_exit():
+    ev = evidence(
+        (1, "mmpi: rank 1 (low:1) called sys.exit(3) before the job finished; aborting"),
+        (1, ABORT_1.replace("(1)", "(3)")),
+    )
+    report = diagnose([JobEnd("low", CLUSTER, 3, "exited with status 3", ev)])
+    assert report.lines == ["rank 1 (low:1) called sys.exit(3); cluster 'low' exited with status 3"]
+    assert report.status == 3
+
+
+def test_ranks_that_lost_the_forwarder_are_its_consequence():
+    lost = "mmpi.errors.ForwarderLost: rank 0 (low cluster, local rank 0): lost the forwarder: ..."
+    abort = ABORT_1.replace("rank 1", "rank 0")
+    low = evidence(*((0, t) for t in TRACEBACK[:3]), (0, lost), (0, abort))
+    fwd = evidence(*BANNER_KILLED[:3], "=   PID 6700 RUNNING AT vm", *BANNER_KILLED[4:])
+    report = diagnose(
+        [
+            JobEnd("low", CLUSTER, 1, "exited with status 1", low, 0, 0),
+            JobEnd("fwd0", FORWARDER, 9, "exited with status 9", fwd, 0, 1),
+        ],
+        PIDS,
+    )
+    assert report.lines == [
+        "forwarder 'fwd0' (pid 6700) was killed by signal 9 (SIGKILL, exit status 9)",
+        f"then rank 0 (low:0, pid 6716) raised {lost}; cluster 'low' exited with status 1",
+    ]
+    assert report.status == 9
+
+
+def test_unknown_pid_and_old_banner_format():
+    ev = evidence("=   PID 4242 RUNNING AT node7", "=   KILLED BY SIGNAL: 11 (Segmentation fault)")
+    (line,) = diagnose([JobEnd("high", CLUSTER, 139, "exited with status 139", ev)], PIDS).lines
+    assert line == (
+        "a rank of cluster 'high' (pid 4242 on node7) was killed by signal 11 (SIGSEGV); "
+        "cluster 'high' exited with status 139"
+    )
+
+
+def test_a_job_that_says_nothing_is_reported_as_before():
+    report = diagnose([JobEnd("high", CLUSTER, 3, "exited with status 3", Evidence())])
+    assert report.lines == ["cluster 'high' exited with status 3"]
+
+
+def test_read_pids(tmp_path):
+    (tmp_path / "rank.high.1.pid").write_text("6719 3")
+    (tmp_path / "rank.low.0.pid").write_text("6716 0")
+    (tmp_path / "forwarder.0.pid").write_text("6700")
+    (tmp_path / "rank.low.1.pid").write_text("")  # torn: skipped
+    (tmp_path / "port.0.low").write_text("x")
+    pids = read_pids(tmp_path)
+    assert pids.ranks == {("high", 1): (6719, 3), ("low", 0): (6716, 0)}
+    assert pids.forwarders == {0: 6700}
+    assert pids.rank_of(6719) == ("high", 1, 3) and pids.rank_of(6719, "low") is None
+    assert read_pids(tmp_path / "gone") == Pids({}, {})
+
+
+@pytest.mark.timeout(20)
+def test_cascade_is_reported_cause_first(capsys, rendezvous):
+    # Hydra-like jobs: the forwarder "crashes" first, the cluster reports its killed rank later;
+    # each writes its pid file like the real ones do. The low cluster just waits to be stopped.
+    fwd_code = f"""
+    import os, sys, time
+    open(sys.argv[1] + "/forwarder.0.pid", "w").write("6700")
+    time.sleep(0.3)
+    print({chr(10).join(FORWARDER_CRASH)!r})
+    sys.exit(6)
+    """
+    high_code = f"""
+    import os, sys, time
+    open(sys.argv[1] + "/rank.high.0.pid", "w").write("6718 2")
+    open(sys.argv[1] + "/rank.high.1.pid", "w").write("6719 3")
+    time.sleep(0.6)
+    print({chr(10).join(BANNER_KILLED)!r})
+    sys.exit(9)
+    """
+    plan = Plan(
+        (
+            Launch("fwd0", FORWARDER, py(fwd_code, str(rendezvous))),
+            cluster("low", "import time; time.sleep(30)", 2, 0),
+            Launch("high", CLUSTER, py(high_code, str(rendezvous)), {}, 2, 2),
+        )
+    )
+    assert run(plan, rendezvous=rendezvous, failure_grace=2.0) == 9
+    err = capsys.readouterr().err.splitlines()
+    ours = [line for line in err if line.startswith("mmpi-run: ")]
+    assert ours == [
+        "mmpi-run: rank 2 (high:0, pid 6718) was killed by signal 9 (SIGKILL); "
+        "cluster 'high' exited with status 9",
+        "mmpi-run: then forwarder 'fwd0' (pid 6700) aborted (SIGABRT, exit status 6) "
+        "after losing rank 3 (high:1, pid 6719); stopping the other jobs",
+        "mmpi-run: stopped cluster 'low' (rank 2 (high:0) was killed by signal 9 (SIGKILL)); "
+        "exit status 9",
+    ]
+
+
+def test_stdout_between_traceback_lines_is_not_the_exception():
+    ev = Evidence()
+    ev.feed(1, TRACEBACK[0], "stderr")
+    ev.feed(1, "rank 3: injecting raise", "stdout")  # the reader threads race
+    for text in TRACEBACK[1:]:
+        ev.feed(1, text, "stderr")
+    assert ev.exceptions == {1: "RuntimeError: injected failure on rank 3"}

@@ -1,0 +1,90 @@
+"""mmpi-run names the rank (virtual and cluster-local) behind a failure, cause first."""
+# ruff: noqa: D103  (test names say what they check)
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from conftest import PROGS, ROOT, mmpi_run_cmd
+
+pytestmark = pytest.mark.mpi
+
+
+def _run_fault(mode: str, victim: int) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run faults.py on 2+2 ranks; return the process and mmpi-run's own report lines."""
+    marker = f"report-{uuid.uuid4().hex[:10]}"
+    cmd = [*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable,
+           str(PROGS / "faults.py"), mode, str(victim), marker]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    ours = [line for line in p.stderr.splitlines() if line.startswith("mmpi-run: ")]
+    _no_orphans(marker)
+    return p, ours
+
+
+def _no_orphans(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while True:
+        left = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+        if not left.strip() or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not left.strip(), f"processes left behind:\n{left}"
+
+
+@pytest.mark.timeout(90)
+def test_killed_rank_is_named_first():
+    p, ours = _run_fault("kill", 2)
+    out = p.stdout + p.stderr
+    assert p.returncode == 9, out
+    # The cause, whichever job mmpi-run saw exit first (the forwarder often aborts before
+    # Hydra reports the killed rank: UCX was copying from the rank's cluster peer).
+    assert re.fullmatch(
+        r"mmpi-run: rank 2 \(high:0, pid \d+\) was killed by signal 9 \(SIGKILL\); "
+        r"cluster 'high' exited with status 9(; stopping the other jobs)?",
+        ours[0],
+    ), out
+    # Every consequence after it, naming what the forwarder lost when UCX said so.
+    for line in ours[1:-1]:
+        assert line.startswith("mmpi-run: then "), out
+        assert "rank 2" not in line or "after losing" in line, out
+    assert ours[-1].endswith("(rank 2 (high:0) was killed by signal 9 (SIGKILL)); exit status 9")
+
+
+@pytest.mark.timeout(90)
+def test_rank_that_raised_is_named():
+    p, ours = _run_fault("raise", 3)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert re.match(
+        r"mmpi-run: rank 3 \(high:1, pid \d+\) raised RuntimeError: injected failure on rank 3; "
+        r"cluster 'high' exited with status 1",
+        ours[0],
+    ), out
+
+
+@pytest.mark.timeout(90)
+def test_rank_that_exited_is_named():
+    p, ours = _run_fault("exit", 1)
+    out = p.stdout + p.stderr
+    assert p.returncode == 3, out
+    assert re.match(
+        r"mmpi-run: rank 1 \(low:1, pid \d+\) called sys\.exit\(3\); cluster 'low' exited with "
+        r"status 3",
+        ours[0],
+    ), out
+
+
+@pytest.mark.timeout(90)
+def test_killed_forwarder_is_named_not_the_ranks_that_lost_it():
+    p, ours = _run_fault("kill-forwarder", 1)
+    out = p.stdout + p.stderr
+    assert p.returncode == 9, out
+    assert re.match(
+        r"mmpi-run: forwarder 'fwd0' \(pid \d+\) was killed by signal 9 \(SIGKILL, exit status 9\)",
+        ours[0],
+    ), out
