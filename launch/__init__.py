@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from .config import Config, ConfigError, load, with_overrides
+from .config import Config, ConfigError, Host, load, with_overrides
 from .plan import Launch, Plan, make_plan
 from .runner import LaunchError, run
 
 __all__ = [
     "Config",
     "ConfigError",
+    "Host",
     "Launch",
     "LaunchError",
     "Plan",

@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
         "--forwarders", type=int, metavar="N", help="forwarders on the (single) zipper node"
     )
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the mpiexec command lines and exit"
+        "--dry-run",
+        action="store_true",
+        help="print the mpiexec command lines and the rank -> host/core map, and exit",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser

@@ -5,31 +5,49 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     launcher:                    # the MPI launcher used for every job (Hydra's mpiexec)
       command: mpiexec
       args: []                   # extra arguments put right after the command
+    transport: null              # `tcp`: UCX_TLS=self,tcp in all jobs (needed across network
+                                 # namespaces, where UCX would otherwise pick shared memory)
     zipper:                      # the dual-homed nodes; each runs `forwarders` forwarder daemons
       - host: localhost
         forwarders: 1
         interfaces: {low: null, high: null}   # NIC on each subnet: both or neither
+        wrapper: []              # put before the job's command line: [ip, netns, exec, zip]
     clusters:                    # both `low` and `high` are required
       low:
         ranks: 2                 # required, >= 1
-        hosts: [localhost]       # host names, or...
-        hostfile: null           # ...a Hydra host file (relative to this file); not both
+        hosts: [localhost]       # hosts: `name`, `name:slots` or a mapping (below); or `slurm`
+        hostfile: null           # ...or a host file (relative to this file); not both
+        placement: block         # block: fill each host in turn; paired: see plan.py
+        oversubscribe: false     # allow more ranks than slots (physical cores for paired)
+        sockets: null            # default host shape for `paired` (both or neither)
+        cores_per_socket: null
         interface: null          # network device of this cluster (sets UCX_NET_DEVICES)
+        wrapper: []              # put before the job's command line
         env: {}                  # extra environment for this cluster's ranks
       high: {ranks: 2}
     env: {}                      # extra environment for every job
     timeouts:
       connect: 60                # seconds a cluster or forwarder waits for the others at start-up
 
+A host entry is a name (``node1``), a name with slots (``node1:4``) or a mapping
+``{name: node2, slots: 4, sockets: 2, cores_per_socket: 8}``. A host named more than once gets
+the sum of its entries' slots. A host file has one host per line in MPICH (``node1:4``) or
+Open MPI (``node1 slots=4``) format, ``#`` comments. ``hosts: slurm`` takes the hosts of the
+Slurm allocation (``SLURM_JOB_NODELIST``, slots from ``SLURM_TASKS_PER_NODE``). A host without
+a slot count has as many slots as this machine has CPUs if it is ``localhost``, else 1.
+
 Environment values may be strings or numbers (numbers are converted); names starting with
 ``MMPI_`` are reserved for mmpi-run. Unknown keys are rejected at every level.
 Rule: every check is a helper taking ``(value, path)``, so command-line overrides are
 validated by exactly the same code as the file, with the same key paths in the message.
+Whether the ranks fit on their hosts is checked by plan.py (it needs this machine's shape
+for ``localhost``), with the cluster's key path too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -42,9 +60,14 @@ import yaml
 from mmpi._rendezvous import CLUSTERS
 from mmpi.errors import MMPIError
 
+from ._hosts import HostsError, parse_hostfile, slurm_hosts
+
 ROOT = "top level"
 DEFAULT_SOURCE = "<default job>"
 RESERVED_ENV_PREFIX = "MMPI_"
+PLACEMENTS = ("block", "paired")
+TRANSPORTS = ("tcp",)
+SLURM = "slurm"  # `hosts: slurm`
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -80,6 +103,21 @@ class Zipper:
     forwarders: int = 1
     # {"low": nic, "high": nic} or empty: pinning only one NIC would cut off the other subnet.
     interfaces: Mapping[str, str] = field(default_factory=_empty_env)
+    wrapper: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Host:
+    """One host entry of a cluster; None means "not given" (placement supplies the default)."""
+
+    name: str
+    slots: int | None = None
+    sockets: int | None = None
+    cores_per_socket: int | None = None
+    path: str = field(default="", compare=False)  # where it was given, for messages
+
+
+LOCALHOST = (Host("localhost"),)
 
 
 @dataclass(frozen=True)
@@ -88,10 +126,15 @@ class Cluster:
 
     name: str
     ranks: int
-    hosts: tuple[str, ...] = ("localhost",)
-    hostfile: str | None = None
+    hosts: tuple[Host, ...] = LOCALHOST
+    hostfile: str | None = None  # where `hosts` were read from, if from a host file
     interface: str | None = None
     env: Mapping[str, str] = field(default_factory=_empty_env)
+    placement: str = "block"
+    oversubscribe: bool = False
+    sockets: int | None = None  # default shape of the hosts that do not give theirs
+    cores_per_socket: int | None = None
+    wrapper: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +154,7 @@ class Config:
     zipper: tuple[Zipper, ...] = (Zipper(),)
     env: Mapping[str, str] = field(default_factory=_empty_env)
     timeouts: Timeouts = Timeouts()
+    transport: str | None = None
     source: str | None = None  # where it was read from, for messages
 
     @property
@@ -140,7 +184,13 @@ def load(path: str | Path | None = None) -> Config:
     return loads(text, source=str(path), base_dir=path.parent)
 
 
-def loads(text: str, *, source: str = "<string>", base_dir: Path | None = None) -> Config:
+def loads(
+    text: str,
+    *,
+    source: str = "<string>",
+    base_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
     """Parse YAML text; relative host files are resolved against `base_dir`."""
     try:
         data = yaml.safe_load(text)
@@ -150,26 +200,44 @@ def loads(text: str, *, source: str = "<string>", base_dir: Path | None = None) 
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError("", f"invalid YAML{where}: {problem}", source=source) from exc
     try:
-        return parse(data, base_dir=base_dir, source=source)
+        return parse(data, base_dir=base_dir, source=source, environ=environ)
     except ConfigError as exc:
         if exc.source is None:
             raise ConfigError(exc.path, exc.problem, source=source) from None
         raise
 
 
-def parse(data: object, *, base_dir: Path | None = None, source: str | None = None) -> Config:
-    """Validate already-loaded YAML data and build a Config."""
+def parse(
+    data: object,
+    *,
+    base_dir: Path | None = None,
+    source: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Validate already-loaded YAML data and build a Config.
+
+    Host files are read here (relative to `base_dir`); ``hosts: slurm`` reads `environ`
+    (default: os.environ).
+    """
     if data is None:
         raise ConfigError(ROOT, "expected a mapping, got an empty document")
-    top = _mapping(data, ROOT, {"launcher", "zipper", "clusters", "env", "timeouts"}, {"clusters"})
+    keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts"}
+    top = _mapping(data, ROOT, keys, {"clusters"})
     clusters = _mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
+    environ = os.environ if environ is None else environ
+    transport = top.get("transport")
+    if transport is not None and transport not in TRANSPORTS:
+        raise ConfigError(
+            "transport", f"expected one of {list(TRANSPORTS)} or null, got {_show(transport)}"
+        )
     return Config(
-        low=_cluster(clusters["low"], "low", base_dir),
-        high=_cluster(clusters["high"], "high", base_dir),
+        low=_cluster(clusters["low"], "low", base_dir, environ),
+        high=_cluster(clusters["high"], "high", base_dir, environ),
         launcher=_launcher(top.get("launcher", {}), "launcher"),
         zipper=_zippers(top.get("zipper", [{}]), "zipper"),
         env=_env(top.get("env", {}), "env"),
         timeouts=_timeouts(top.get("timeouts", {}), "timeouts"),
+        transport=transport,
         source=source,
     )
 
@@ -206,18 +274,34 @@ def with_overrides(
 # -- sections ------------------------------------------------------------------------------------
 
 
-def _cluster(value: object, name: str, base_dir: Path | None) -> Cluster:
+_CLUSTER_KEYS = {
+    "ranks", "hosts", "hostfile", "interface", "env", "placement", "oversubscribe",
+    "sockets", "cores_per_socket", "wrapper",
+}  # fmt: skip
+
+
+def _cluster(
+    value: object, name: str, base_dir: Path | None, environ: Mapping[str, str]
+) -> Cluster:
     path = f"clusters.{name}"
-    m = _mapping(value, path, {"ranks", "hosts", "hostfile", "interface", "env"}, {"ranks"})
+    m = _mapping(value, path, _CLUSTER_KEYS, {"ranks"})
     hostfile = _optional_str(m.get("hostfile"), f"{path}.hostfile", "a file name", spaces=True)
     if hostfile is not None:
         if m.get("hosts") is not None:
             raise ConfigError(path, "give either 'hosts' or 'hostfile', not both")
         if base_dir is not None:
             hostfile = str(base_dir / hostfile)  # an absolute hostfile wins the join
-        hosts: tuple[str, ...] = ()
+        hosts = _hostfile(hostfile, f"{path}.hostfile")
+    elif m.get("hosts") == SLURM:
+        hosts = _slurm(environ, f"{path}.hosts")
     else:
         hosts = _hosts(m.get("hosts", ["localhost"]), f"{path}.hosts")
+    placement = m.get("placement", "block")
+    if placement not in PLACEMENTS:
+        raise ConfigError(
+            f"{path}.placement", f"expected one of {list(PLACEMENTS)}, got {_show(placement)}"
+        )
+    sockets, cores = _shape(m, path)
     return Cluster(
         name=name,
         ranks=_positive_int(m["ranks"], f"{path}.ranks"),
@@ -225,6 +309,49 @@ def _cluster(value: object, name: str, base_dir: Path | None) -> Cluster:
         hostfile=hostfile,
         interface=_optional_str(m.get("interface"), f"{path}.interface", "a device name"),
         env=_env(m.get("env", {}), f"{path}.env"),
+        placement=placement,
+        oversubscribe=_bool(m.get("oversubscribe", False), f"{path}.oversubscribe"),
+        sockets=sockets,
+        cores_per_socket=cores,
+        wrapper=_wrapper(m.get("wrapper", []), f"{path}.wrapper"),
+    )
+
+
+def _shape(m: Mapping[str, object], path: str) -> tuple[int | None, int | None]:
+    """Validate a host shape, `sockets` and `cores_per_socket`: both or neither."""
+    sockets, cores = m.get("sockets"), m.get("cores_per_socket")
+    if (sockets is None) != (cores is None):
+        raise ConfigError(path, "give both 'sockets' and 'cores_per_socket', or neither")
+    if sockets is None:
+        return None, None
+    return (
+        _positive_int(sockets, f"{path}.sockets"),
+        _positive_int(cores, f"{path}.cores_per_socket"),
+    )
+
+
+def _hostfile(filename: str, path: str) -> tuple[Host, ...]:
+    try:
+        text = Path(filename).read_text()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read {filename}: {exc.strerror}") from exc
+    try:
+        entries = parse_hostfile(text)
+    except HostsError as exc:
+        raise ConfigError(path, f"{filename}: {exc}") from exc
+    return tuple(
+        Host(name, slots, path=f"{path} ({filename} line {line})") for line, name, slots in entries
+    )
+
+
+def _slurm(environ: Mapping[str, str], path: str) -> tuple[Host, ...]:
+    try:
+        entries = slurm_hosts(environ)  # type: ignore[arg-type]
+    except HostsError as exc:
+        raise ConfigError(path, f"'{SLURM}': {exc}") from exc
+    return tuple(
+        Host(name, slots, path=f"{path} (Slurm node {i})")
+        for i, (name, slots) in enumerate(entries)
     )
 
 
@@ -248,7 +375,7 @@ def _zippers(value: object, path: str) -> tuple[Zipper, ...]:
 
 
 def _zipper(value: object, path: str) -> Zipper:
-    m = _mapping(value, path, {"host", "forwarders", "interfaces"})
+    m = _mapping(value, path, {"host", "forwarders", "interfaces", "wrapper"})
     nics = m.get("interfaces")
     nics = _mapping({} if nics is None else nics, f"{path}.interfaces", set(CLUSTERS))
     interfaces = {
@@ -266,6 +393,7 @@ def _zipper(value: object, path: str) -> Zipper:
         host=_host(m.get("host", "localhost"), f"{path}.host"),
         forwarders=_positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
         interfaces=MappingProxyType(interfaces),
+        wrapper=_wrapper(m.get("wrapper", []), f"{path}.wrapper"),
     )
 
 
@@ -333,17 +461,57 @@ def _optional_str(value: object, path: str, what: str, *, spaces: bool = False) 
 
 
 def _host(value: object, path: str) -> str:
-    # A comma would silently split into two hosts in Hydra's `-hosts a,b`.
-    if not isinstance(value, str) or not value or "," in value or any(c.isspace() for c in value):
+    # A comma would silently split into two hosts in Hydra's `-hosts a,b`, a colon give slots.
+    if not isinstance(value, str) or not value or any(c in ",:" or c.isspace() for c in value):
         raise ConfigError(path, f"expected a host name, got {_show(value)}")
     return value
 
 
-def _hosts(value: object, path: str) -> tuple[str, ...]:
+_HOST_WITH_SLOTS = re.compile(r"([^:]+):(\d+)\Z")
+
+
+def _host_entry(value: object, path: str) -> Host:
+    if isinstance(value, Mapping):
+        m = _mapping(value, path, {"name", "slots", "sockets", "cores_per_socket"}, {"name"})
+        slots = m.get("slots")
+        sockets, cores = _shape(m, path)
+        return Host(
+            _host(m["name"], f"{path}.name"),
+            None if slots is None else _positive_int(slots, f"{path}.slots"),
+            sockets,
+            cores,
+            path=path,
+        )
+    if isinstance(value, str) and (m := _HOST_WITH_SLOTS.match(value)):
+        return Host(_host(m[1], path), _positive_int(int(m[2]), f"{path} (slots)"), path=path)
+    if not isinstance(value, str):
+        raise ConfigError(
+            path, f"expected a host name, 'name:slots' or a mapping with 'name', got {_show(value)}"
+        )
+    return Host(_host(value, path), path=path)
+
+
+def _hosts(value: object, path: str) -> tuple[Host, ...]:
+    if isinstance(value, str):
+        raise ConfigError(path, f"expected a list of hosts or '{SLURM}', got {_show(value)}")
     items = _list(value, path)
     if not items:
         raise ConfigError(path, "expected at least one host name, got an empty list")
-    return tuple(_host(h, f"{path}[{i}]") for i, h in enumerate(items))
+    return tuple(_host_entry(h, f"{path}[{i}]") for i, h in enumerate(items))
+
+
+def _bool(value: object, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, f"expected true or false, got {_show(value)}")
+    return value
+
+
+def _wrapper(value: object, path: str) -> tuple[str, ...]:
+    items = _list(value, path)
+    for i, arg in enumerate(items):
+        if not isinstance(arg, str) or not arg:
+            raise ConfigError(f"{path}[{i}]", f"expected a non-empty string, got {_show(arg)}")
+    return tuple(items)  # type: ignore[arg-type]
 
 
 def _env(value: object, path: str) -> Mapping[str, str]:
@@ -370,6 +538,7 @@ __all__ = [
     "ConfigError",
     "Config",
     "Cluster",
+    "Host",
     "Launcher",
     "Timeouts",
     "Zipper",

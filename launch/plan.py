@@ -4,19 +4,28 @@ The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi
 
 - forwarder i (``fwd<i>``), one per daemon over all zipper nodes, started first::
 
-      mpiexec [args] -n 1 [-hosts ZIPPER] PYTHON -m forwarder
+      [WRAPPER...] mpiexec [args] -n 1 [-hosts ZIPPER] PYTHON -m forwarder
               --rendezvous DIR --index i --connect-timeout T
-      env: MMPI_RENDEZVOUS=DIR [UCX_NET_DEVICES=<low nic>,<high nic>] + the job's env
+      env: MMPI_RENDEZVOUS=DIR [UCX_NET_DEVICES=<low nic>,<high nic>] [UCX_TLS=self,tcp]
+           + the job's env
 
 - then cluster ``low``, then cluster ``high``::
 
-      mpiexec [args] -n N [-hosts h1,h2 | -f HOSTFILE] -prepend-pattern MARK COMMAND...
+      [WRAPPER...] mpiexec [args] -n N [-hosts h1:n1,h2:n2 [-rankmap i,j,...]]
+              [-bind-to core -map-by socket] -prepend-pattern MARK COMMAND...
       env: MMPI_RENDEZVOUS=DIR MMPI_CLUSTER=c MMPI_CONNECT_TIMEOUT=T MMPI_FORWARDERS=F
            MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT=ceil(T) [UCX_NET_DEVICES=<interface>]
-           + the job's env + the cluster's env
+           [UCX_TLS=self,tcp] + the job's env + the cluster's env
 
-``-hosts`` is left out when every host is ``localhost``; a ``Launch.env`` holds only these
-additions (the runner merges them over ``os.environ``).
+The host flags come from _placement.py (``-hosts`` with the ranks placed on each host, left out
+when every host is ``localhost``; the binding flags for ``placement: paired``). A wrapper
+(``ip netns exec NS``, ``srun ...``) is put before the whole command line. A ``Launch.env``
+holds only these additions (the runner merges them over ``os.environ``).
+
+Why UCX_NET_DEVICES and not Hydra's ``-iface``: with MPICH's ch4/UCX device, ``-iface`` only
+changes how Hydra's own proxies connect; the MPI traffic goes where UCX decides. UCX_TLS=self,tcp
+(``transport: tcp``) keeps UCX off shared memory and CMA, which would otherwise be chosen
+between processes of one machine even when they live in different network namespaces.
 
 Rule: MMPI_* variables always come from the plan; the job's ``env`` and the cluster's ``env``
 may override the MPICH/UCX settings, the cluster's last.
@@ -41,7 +50,10 @@ from types import MappingProxyType
 
 from mmpi import _rendezvous as rv
 
-from .config import Cluster, Config
+from . import _placement
+from ._hosts import Machine, detect_machine
+from ._placement import Layout
+from .config import Config
 
 FORWARDER = "forwarder"
 CLUSTER = "cluster"
@@ -55,6 +67,7 @@ LOCALHOST = "localhost"
 RENDEZVOUS_PLACEHOLDER = "<rendezvous-dir>"  # what --dry-run shows instead of a real directory
 CONNECT_TIMEOUT_CVAR = "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT"
 NET_DEVICES = "UCX_NET_DEVICES"
+TRANSPORT_ENV = {"tcp": {"UCX_TLS": "self,tcp"}}
 
 
 @dataclass(frozen=True)
@@ -96,9 +109,11 @@ class Plan:
     """The launches of one mmpi job, in the order they must be started."""
 
     launches: tuple[Launch, ...]
+    layouts: tuple[Layout, ...] = ()  # where each cluster's ranks run, low first
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launches", tuple(self.launches))
+        object.__setattr__(self, "layouts", tuple(self.layouts))
         names = [launch.name for launch in self.launches]
         if len(set(names)) != len(names):
             raise ValueError(f"launch names must be unique, got {names}")
@@ -114,25 +129,39 @@ class Plan:
         return tuple(x for x in self.launches if x.role == CLUSTER)
 
     def describe(self) -> str:
-        """Render the plan for --dry-run: name, shell-quoted command line, added environment."""
+        """Render the plan for --dry-run: the jobs (command line, environment), the rank map."""
         head = f"mmpi-run plan: {len(self.launches)} jobs, started in this order"
-        return "\n".join([head, *(launch.describe() for launch in self.launches)]) + "\n"
+        parts = [head, *(launch.describe() for launch in self.launches)]
+        if self.layouts:
+            policies = ", ".join(f"{x.cluster} {x.placement}" for x in self.layouts)
+            parts += [f"rank map (placement: {policies}):", _placement.describe(self.layouts)]
+        return "\n".join(parts) + "\n"
 
 
 def make_plan(
-    config: Config, command: Sequence[str], rendezvous: str, python: str = sys.executable
+    config: Config,
+    command: Sequence[str],
+    rendezvous: str,
+    python: str = sys.executable,
+    machine: Machine | None = None,
 ) -> Plan:
-    """Build the launches for `command` under `config`; `rendezvous` is the job directory."""
+    """Build the launches for `command` under `config`; `rendezvous` is the job directory.
+
+    `machine` describes ``localhost`` for placement (default: this machine, from /sys).
+    Raises ConfigError, naming the cluster, when the ranks do not fit on their hosts.
+    """
     if not command:
         raise ValueError("make_plan: the command to run is empty")
     rendezvous = str(rendezvous)
     timeout = _seconds(config.timeouts.connect)
     launcher = [config.launcher.command, *config.launcher.args]
+    transport = TRANSPORT_ENV.get(config.transport or "", {})
+    layouts = _placement.place(config.low, config.high, machine or detect_machine())
     launches: list[Launch] = []
 
     index = 0
     for zipper in config.zipper:
-        env: dict[str, str] = {}
+        env: dict[str, str] = dict(transport)
         if zipper.interfaces:
             # One UCX port then advertises exactly the two subnets' NICs.
             env[NET_DEVICES] = ",".join(dict.fromkeys(zipper.interfaces[c] for c in rv.CLUSTERS))
@@ -141,7 +170,7 @@ def make_plan(
         hosts = [] if zipper.host == LOCALHOST else ["-hosts", zipper.host]
         for _ in range(zipper.forwarders):
             argv = [
-                *launcher, "-n", "1", *hosts,
+                *zipper.wrapper, *launcher, "-n", "1", *hosts,
                 python, "-m", "forwarder",
                 "--rendezvous", rendezvous, "--index", str(index), "--connect-timeout", timeout,
             ]  # fmt: skip
@@ -149,8 +178,8 @@ def make_plan(
             index += 1
 
     first_vrank = 0
-    for cluster in config.clusters:
-        env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect))}
+    for cluster, layout in zip(config.clusters, layouts, strict=True):
+        env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)), **transport}
         if cluster.interface:
             env[NET_DEVICES] = cluster.interface
         env.update(config.env)
@@ -164,20 +193,12 @@ def make_plan(
             }
         )
         argv = [
-            *launcher, "-n", str(cluster.ranks), *_host_args(cluster),
+            *cluster.wrapper, *launcher, "-n", str(cluster.ranks), *layout.hydra_args,
             "-prepend-pattern", PREPEND_PATTERN, *command,
         ]  # fmt: skip
         launches.append(Launch(cluster.name, CLUSTER, tuple(argv), env, cluster.ranks, first_vrank))
         first_vrank += cluster.ranks
-    return Plan(tuple(launches))
-
-
-def _host_args(cluster: Cluster) -> list[str]:
-    if cluster.hostfile is not None:
-        return ["-f", cluster.hostfile]
-    if all(host == LOCALHOST for host in cluster.hosts):
-        return []  # Hydra's default already is this machine
-    return ["-hosts", ",".join(cluster.hosts)]
+    return Plan(tuple(launches), layouts)
 
 
 def _seconds(value: float) -> str:

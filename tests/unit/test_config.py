@@ -7,7 +7,16 @@ import textwrap
 
 import pytest
 
-from launch.config import Cluster, ConfigError, Zipper, load, loads, parse, with_overrides
+from launch.config import (
+    Cluster,
+    ConfigError,
+    Host,
+    Zipper,
+    load,
+    loads,
+    parse,
+    with_overrides,
+)
 from mmpi.errors import MMPIError
 
 MINIMAL = {"clusters": {"low": {"ranks": 2}, "high": {"ranks": 3}}}
@@ -22,8 +31,10 @@ def error_of(text: str) -> str:
 
 def test_default_job():
     config = load()
-    assert config.low == Cluster("low", 2, ("localhost",))
-    assert config.high == Cluster("high", 2, ("localhost",))
+    # Both clusters share this machine: the default must not be limited to its cores.
+    assert config.low == Cluster("low", 2, (Host("localhost"),), oversubscribe=True)
+    assert config.high == Cluster("high", 2, (Host("localhost"),), oversubscribe=True)
+    assert config.transport is None
     assert config.zipper == (Zipper("localhost", 1),)
     assert config.forwarders == 1
     assert config.launcher.command == "mpiexec" and config.launcher.args == ()
@@ -39,6 +50,7 @@ def test_minimal_job_gets_defaults():
 
 
 def test_full_job(tmp_path):
+    (tmp_path / "hosts.txt").write_text("h1:2\n")
     path = tmp_path / "job.yaml"
     path.write_text(
         textwrap.dedent(
@@ -61,9 +73,10 @@ def test_full_job(tmp_path):
     assert config.launcher.args == ("-launcher", "ssh")
     assert config.zipper[0].interfaces == {"low": "eth0", "high": "ib0"}
     assert config.forwarders == 3
-    assert config.low.hosts == ("a1", "a2") and config.low.hostfile is None
+    assert config.low.hosts == (Host("a1"), Host("a2")) and config.low.hostfile is None
     assert dict(config.low.env) == {"OMP_NUM_THREADS": "1"}
-    assert config.high.hosts == () and config.high.hostfile == str(tmp_path / "hosts.txt")
+    assert config.high.hosts == (Host("h1", 2),)
+    assert config.high.hostfile == str(tmp_path / "hosts.txt")
     assert config.timeouts.connect == 2.5
     assert config.source == str(path)
 
@@ -105,9 +118,38 @@ OK = "clusters: {low: {ranks: 2}, high: {ranks: 2}}\n"  # prepend to test other 
         ("clusters: {low: {ranks: '2'}, high: {ranks: 1}}",
          "clusters.low.ranks: expected a positive integer, got '2'"),
         ("clusters: {low: {ranks: 1, hosts: [a, 3]}, high: {ranks: 1}}",
-         "clusters.low.hosts[1]: expected a host name, got 3"),
+         "clusters.low.hosts[1]: expected a host name, 'name:slots' or a mapping with 'name', "
+         "got 3"),
         ("clusters: {low: {ranks: 1, hosts: 'a,b'}, high: {ranks: 1}}",
-         "clusters.low.hosts: expected a list, got 'a,b'"),
+         "clusters.low.hosts: expected a list of hosts or 'slurm', got 'a,b'"),
+        ("clusters: {low: {ranks: 1, hosts: [a:b]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0]: expected a host name, got 'a:b'"),
+        ("clusters: {low: {ranks: 1, hosts: [a:0]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0] (slots): expected a positive integer, got 0"),
+        ("clusters: {low: {ranks: 1, hosts: [{name: a, slots: 0}]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0].slots: expected a positive integer, got 0"),
+        ("clusters: {low: {ranks: 1, hosts: [{slots: 2}]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0]: missing required key 'name'"),
+        ("clusters: {low: {ranks: 1, hosts: [{name: a, cores: 2}]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0]: unknown key 'cores'"),
+        ("clusters: {low: {ranks: 1, hosts: [{name: a, sockets: 2}]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0]: give both 'sockets' and 'cores_per_socket', or neither"),
+        ("clusters: {low: {ranks: 1, hosts: [{name: 'a b'}]}, high: {ranks: 1}}",
+         "clusters.low.hosts[0].name: expected a host name, got 'a b'"),
+        ("clusters: {low: {ranks: 1, cores_per_socket: 4}, high: {ranks: 1}}",
+         "clusters.low: give both 'sockets' and 'cores_per_socket', or neither"),
+        ("clusters: {low: {ranks: 1, sockets: 0, cores_per_socket: 4}, high: {ranks: 1}}",
+         "clusters.low.sockets: expected a positive integer, got 0"),
+        ("clusters: {low: {ranks: 1, placement: cyclic}, high: {ranks: 1}}",
+         "clusters.low.placement: expected one of ['block', 'paired'], got 'cyclic'"),
+        ("clusters: {low: {ranks: 1, oversubscribe: yes please}, high: {ranks: 1}}",
+         "clusters.low.oversubscribe: expected true or false, got 'yes please'"),
+        ("clusters: {low: {ranks: 1, wrapper: ip netns exec a}, high: {ranks: 1}}",
+         "clusters.low.wrapper: expected a list, got 'ip netns exec a'"),
+        ("clusters: {low: {ranks: 1, wrapper: [ip, '']}, high: {ranks: 1}}",
+         "clusters.low.wrapper[1]: expected a non-empty string, got ''"),
+        (OK + "zipper: [{wrapper: [ip, 3]}]", "zipper[0].wrapper[1]: expected a non-empty string"),
+        (OK + "transport: ucx", "transport: expected one of ['tcp'] or null, got 'ucx'"),
         ("clusters: {low: {ranks: 1, hosts: []}, high: {ranks: 1}}",
          "clusters.low.hosts: expected at least one host name"),
         ("clusters: {low: {ranks: 1}, high: {ranks: 1, interface: 5}}",
@@ -176,17 +218,21 @@ def test_missing_file(tmp_path):
 
 
 def test_absolute_hostfile_is_kept(tmp_path):
+    hostfile = tmp_path / "abs" / "hosts.mpi"
+    hostfile.parent.mkdir()
+    hostfile.write_text("n1\n")
     config = loads(
-        "clusters: {low: {ranks: 1, hostfile: /etc/hosts.mpi}, high: {ranks: 1}}",
-        base_dir=tmp_path,
+        f"clusters: {{low: {{ranks: 1, hostfile: {hostfile}}}, high: {{ranks: 1}}}}",
+        base_dir=tmp_path / "elsewhere",
     )
-    assert config.low.hostfile == "/etc/hosts.mpi"
+    assert config.low.hostfile == str(hostfile)
+    assert config.low.hosts == (Host("n1"),)
 
 
 def test_overrides():
     config = with_overrides(load(), low=3, high=5, forwarders=2)
     assert (config.low.ranks, config.high.ranks, config.forwarders) == (3, 5, 2)
-    assert config.low.hosts == ("localhost",)  # the rest is untouched
+    assert config.low.hosts == (Host("localhost"),)  # the rest is untouched
     assert with_overrides(config) == config
 
 
@@ -222,7 +268,109 @@ def test_cli_reports_config_errors(tmp_path, capsys):
     assert main(["-c", str(path), "--dry-run", "python", "x.py"]) == 1
     assert capsys.readouterr().err == (
         f"mmpi-run: {path}: zipper[0]: unknown key 'hots' (expected one of "
-        "['forwarders', 'host', 'interfaces'])\n"
+        "['forwarders', 'host', 'interfaces', 'wrapper'])\n"
     )
     assert main(["--high", "0", "--dry-run", "python", "x.py"]) == 1
     assert "mmpi-run: clusters.high.ranks (from --high)" in capsys.readouterr().err
+
+
+# -- hosts: entries, host files, Slurm ----------------------------------------------------------
+
+
+def test_host_entries():
+    config = loads(
+        "clusters:\n"
+        "  low: {ranks: 1, hosts: [node1, 'node2:4', {name: node3, slots: 2, sockets: 2,"
+        " cores_per_socket: 8}]}\n"
+        "  high: {ranks: 1, placement: paired, oversubscribe: true, sockets: 2,"
+        " cores_per_socket: 4, wrapper: [ip, netns, exec, b]}\n"
+        "transport: tcp\n"
+        "zipper: [{wrapper: [ip, netns, exec, z]}]\n"
+    )
+    assert config.low.hosts == (Host("node1"), Host("node2", 4), Host("node3", 2, 2, 8))
+    assert [h.path for h in config.low.hosts] == [f"clusters.low.hosts[{i}]" for i in range(3)]
+    assert config.low.placement == "block" and not config.low.oversubscribe
+    high = config.high
+    assert (high.placement, high.oversubscribe, high.sockets, high.cores_per_socket) == (
+        "paired", True, 2, 4,
+    )  # fmt: skip
+    assert high.wrapper == ("ip", "netns", "exec", "b")
+    assert config.zipper[0].wrapper == ("ip", "netns", "exec", "z")
+    assert config.transport == "tcp"
+
+
+def test_hostfile_formats(tmp_path):
+    (tmp_path / "mixed.hosts").write_text(
+        "# MPICH and Open MPI lines may even be mixed\n"
+        "node1:2\n"
+        "node2 slots=4 max_slots=8   # comment\n"
+        "\n"
+        "node3\n"
+    )
+    config = loads(
+        "clusters: {low: {ranks: 1, hostfile: mixed.hosts}, high: {ranks: 1}}", base_dir=tmp_path
+    )
+    assert config.low.hosts == (Host("node1", 2), Host("node2", 4), Host("node3"))
+    assert config.low.hosts[1].path == f"clusters.low.hostfile ({tmp_path}/mixed.hosts line 3)"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("node1 4\n", "line 1: unknown field '4' (expected slots=N or max_slots=N)"),
+        ("ok\nnode1:2 slots=3\n", "line 2: expected 'host', 'host:slots' or 'host slots=N'"),
+        ("a,b\n", "line 1: expected 'host', 'host:slots'"),
+        ("node1:0\n", "line 1: host 'node1' has 0 slots"),
+        ("# nothing\n\n", "no host in the file"),
+    ],
+)
+def test_hostfile_errors(tmp_path, text, expected):
+    (tmp_path / "h").write_text(text)
+    message = error_of_in(tmp_path, "clusters: {low: {ranks: 1}, high: {ranks: 1, hostfile: h}}")
+    assert message.startswith(f"<string>: clusters.high.hostfile: {tmp_path}/h: ")
+    assert expected in message
+
+
+def test_missing_hostfile(tmp_path):
+    message = error_of_in(tmp_path, "clusters: {low: {ranks: 1, hostfile: nope}, high: {ranks: 1}}")
+    assert "clusters.low.hostfile: cannot read" in message
+
+
+def error_of_in(base_dir, text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        loads(text, base_dir=base_dir)
+    return str(info.value)
+
+
+SLURM_JOB = "clusters: {low: {ranks: 1, hosts: slurm}, high: {ranks: 1}}"
+
+
+def test_slurm_allocation():
+    env = {"SLURM_JOB_NODELIST": "node[01-03,07],gpu5", "SLURM_TASKS_PER_NODE": "2(x3),1,4"}
+    config = loads(SLURM_JOB, environ=env)
+    assert config.low.hosts == (
+        Host("node01", 2), Host("node02", 2), Host("node03", 2), Host("node07", 1), Host("gpu5", 4),
+    )  # fmt: skip
+    assert config.low.hosts[3].path == "clusters.low.hosts (Slurm node 3)"
+    # Without task counts the slots are unknown, as for a bare host name.
+    config = loads(SLURM_JOB, environ={"SLURM_NODELIST": "r[1-2]n[08-09]"})
+    assert [h.name for h in config.low.hosts] == ["r1n08", "r1n09", "r2n08", "r2n09"]
+    assert {h.slots for h in config.low.hosts} == {None}
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "clusters.low.hosts: 'slurm': SLURM_JOB_NODELIST is not set"),
+        ({"SLURM_JOB_NODELIST": "n[1-3]", "SLURM_TASKS_PER_NODE": "2(x2)"},
+         "SLURM_TASKS_PER_NODE='2(x2)' gives 2 counts for 3 nodes"),
+        ({"SLURM_JOB_NODELIST": "n[3-1]"}, "descending range '3-1' in 'n[3-1]'"),
+        ({"SLURM_JOB_NODELIST": "n[1-2"}, "unbalanced brackets"),
+        ({"SLURM_JOB_NODELIST": "n1", "SLURM_TASKS_PER_NODE": "two"},
+         "bad SLURM_TASKS_PER_NODE entry 'two'"),
+    ],
+)  # fmt: skip
+def test_slurm_errors(env, expected):
+    with pytest.raises(ConfigError) as info:
+        loads(SLURM_JOB, environ=env)
+    assert expected in str(info.value)
