@@ -1,0 +1,36 @@
+"""Run one collective K times (nothing else crosses), so the forwarder's message counters show
+how many messages each call sends across the zipper. `python crossings.py OP K SIZE`."""
+
+import sys
+
+import numpy as np
+
+from mmpi import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+op, k, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+last = size - 1
+for _ in range(k):
+    if op == "barrier":
+        comm.Barrier()
+    elif op == "bcast-low":
+        comm.Bcast(np.zeros(n), root=0)
+    elif op == "bcast-high":
+        comm.Bcast(np.zeros(n), root=last)
+    elif op == "reduce":
+        comm.Reduce(np.ones(n), np.zeros(n) if rank == 0 else None, root=0)
+    elif op == "allreduce":
+        comm.Allreduce(np.ones(n), np.zeros(n))
+    elif op == "alltoall":
+        comm.Alltoall(np.ones(n * size), np.zeros(n * size))
+    elif op == "alltoallv":
+        comm.Alltoallv([np.ones(n * size), [n] * size], [np.zeros(n * size), [n] * size])
+    elif op == "allgather":
+        comm.Allgather(np.ones(n), np.zeros(n * size))
+    elif op == "gather":
+        comm.Gather(np.ones(n), np.zeros(n * size) if rank == 0 else None, root=0)
+    elif op == "scatter":
+        comm.Scatter(np.ones(n * size) if rank == 0 else None, np.zeros(n), root=0)
+    else:
+        raise SystemExit(f"unknown op {op}")

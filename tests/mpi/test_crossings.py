@@ -1,0 +1,26 @@
+"""Each collective crosses the zipper a fixed number of times per call, whatever the number
+of ranks (MagPIe's wide-area-optimal rule; the thesis's alltoall paid a handshake per peer).
+Counted by the forwarder itself, from its summary line."""
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+K = 5
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("op,low_high,high_low", [
+    ("barrier", 1, 1), ("bcast-low", 1, 0), ("bcast-high", 0, 1), ("reduce", 0, 1),
+    ("allreduce", 1, 1), ("alltoall", 1, 1), ("alltoallv", 2, 2), ("allgather", 1, 1),
+    ("gather", 0, 1), ("scatter", 1, 0),
+])
+@pytest.mark.parametrize("low,high", [(2, 2), (3, 2)])
+def test_messages_across_the_zipper_per_call(bridged, op, low_high, high_low, low, high):
+    # 8192 doubles = 64 KiB per block: large messages, pipelined in chunks, still one message
+    job = bridged("crossings.py", op, str(K), "8192", low=low, high=high)
+    assert job.returncode == 0, job.output
+    m = re.search(r"low->high (\d+) msgs \d+ B, high->low (\d+) msgs", job.stdout)
+    assert m, job.output
+    assert (int(m.group(1)), int(m.group(2))) == (K * low_high, K * high_low), job.stdout
