@@ -40,31 +40,27 @@ def join():
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     path = Path(rdv)
-    port = None
-    error = None
-    if rank == 0:
-        try:
-            port = R.wait_for_file(path / R.port_file(cluster), timeout, "the forwarder's port")
-        except (TimeoutError, OSError) as exc:
-            error = f"cluster {cluster!r} could not reach the forwarder: {exc}"
-    port, error = world.bcast((port, error), root=0)
-    if error:
-        raise BridgeError(error)
-    ctrl = world.Connect(port, MPI.INFO_NULL, 0)
-    if rank == 0:
-        # Proof of membership first: the forwarder checks it before anything collective.
-        secret = (path / R.SECRET_FILE).read_text().strip()
-        hello = P.encode_control(secret=secret, cluster=cluster, size=world.Get_size())
-        ctrl.Send([hello, MPI.BYTE], 0, P.T_HELLO)
-    data = ctrl.Dup()
-    layout_msg = _wait_control(ctrl, P.T_LAYOUT, timeout, cluster)
-    body = P.decode_control(layout_msg, ("low", "high", "eager_max", "chunk"))
+    nfwd = int(os.environ.get(R.ENV_FORWARDERS, "1"))
+    links = []
+    layouts = []
+    for index in range(nfwd):
+        ctrl = _connect(world, path, cluster, index, timeout)
+        data = ctrl.Dup()
+        links.append((ctrl, data))
+    for index, (ctrl, _) in enumerate(links):
+        body = P.decode_control(_wait_control(ctrl, P.T_LAYOUT, timeout, cluster),
+                                ("low", "high", "eager_max", "chunk"))
+        layouts.append(body)
+    body = layouts[0]
+    if any((b["low"], b["high"]) != (body["low"], body["high"]) for b in layouts):
+        raise BridgeError(f"the forwarders disagree on the layout: {layouts}")
     layout = Layout(body["low"], body["high"])
     global _engine
     _engine = engine = Engine(
-        cluster=cluster, local=world, ctrl=ctrl, data=data, layout=layout,
+        cluster=cluster, local=world, links=links, layout=layout,
         eager_max=int(os.environ.get("MMPI_EAGER_MAX", body["eager_max"])),
-        chunk=body["chunk"],
+        chunk=min(b["chunk"] for b in layouts),
+        stripe_min=int(os.environ.get("MMPI_STRIPE_MIN", 4 << 20)),
     )
     p2p, coll = engine.new_context(0), engine.new_context(1)
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
@@ -73,6 +69,29 @@ def join():
     _install_excepthook(world)
     _install_exit_hook(world, engine)
     return Comm(engine, p2p, coll, "MMPI_COMM_WORLD")
+
+
+def _connect(world, path: Path, cluster: str, index: int, timeout: float):
+    """Connect this cluster (collectively) to forwarder `index` and prove membership."""
+    from mpi4py import MPI
+
+    port = error = None
+    if world.Get_rank() == 0:
+        try:
+            port = R.wait_for_file(path / R.port_file(cluster, index), timeout,
+                                   f"the port of forwarder {index}")
+        except (TimeoutError, OSError) as exc:
+            error = f"cluster {cluster!r} could not reach forwarder {index}: {exc}"
+    port, error = world.bcast((port, error), root=0)
+    if error:
+        raise BridgeError(error)
+    ctrl = world.Connect(port, MPI.INFO_NULL, 0)
+    if world.Get_rank() == 0:
+        # Proof of membership first: the forwarder checks it before anything collective.
+        secret = (path / R.SECRET_FILE).read_text().strip()
+        hello = P.encode_control(secret=secret, cluster=cluster, size=world.Get_size())
+        ctrl.Send([hello, MPI.BYTE], 0, P.T_HELLO)
+    return ctrl
 
 
 def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:

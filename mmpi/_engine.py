@@ -48,13 +48,66 @@ class _Posted:
 class _Arrived:
     """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
 
-    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives")
+    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more")
 
     def __init__(self, source, tag, nbytes, message=None, data=None, natives=None):
         self.source, self.tag, self.nbytes = source, tag, nbytes
         self.message = message  # MPI.Message for a same-cluster message
         self.data = data  # payload of a forwarded message (may still be filling)
         self.natives = natives or []  # chunk receives still filling `data`
+        self.more = None  # for a striped message: True once every stripe is in
+
+
+class _Reassembly:
+    """One striped message coming together: a stripe per forwarder, at known offsets.
+
+    Stripes may arrive before the envelope that says where they go (they travel through
+    other forwarders); those land in their own buffer and are copied once it is known.
+    """
+
+    __slots__ = ("parts", "arrived", "target", "nbytes", "early", "natives", "done", "_forget")
+
+    def __init__(self, parts: int, forget) -> None:
+        self.parts = parts
+        self.arrived = 0
+        self.target: memoryview | None = None
+        self.nbytes = 0
+        self.early: list[tuple[int, bytearray]] = []
+        self.natives: list[MPI.Request] = []
+        self.done = False
+        self._forget = forget
+
+    def stripe(self, k: int, env: P.Envelope, data: MPI.Intercomm) -> None:
+        self.arrived += 1
+        if self.target is None:
+            buf = bytearray(env.nbytes)
+            self.early.append((k, buf))
+            into = memoryview(buf)
+        else:
+            off, n = P.stripe_bounds(self.nbytes, self.parts, k)
+            if n != env.nbytes:
+                raise ProtocolError(f"stripe {k} carries {env.nbytes} bytes, expected {n}")
+            into = self.target[off:off + n]
+        self.natives += [data.Irecv([into[o:o + m], m, _BYTE], 0, env.xfer)
+                         for o, m in P.chunks(env.nbytes, env.chunk)]
+
+    def place(self, target: memoryview, nbytes: int) -> None:
+        self.target, self.nbytes = target, nbytes
+
+    def ready(self) -> bool:
+        if self.done:
+            return True
+        if self.arrived < self.parts or not MPI.Request.Testall(self.natives):
+            return False
+        for k, buf in self.early:
+            off, n = P.stripe_bounds(self.nbytes, self.parts, k)
+            if n != len(buf):
+                raise ProtocolError(f"stripe {k} carried {len(buf)} bytes, expected {n}")
+            self.target[off:off + n] = buf
+        self.early = []
+        self.done = True
+        self._forget()
+        return True
 
 
 class Context:
@@ -72,12 +125,16 @@ class Context:
 class Engine:
     """Everything one rank needs to talk to the bridged world."""
 
-    def __init__(self, *, cluster: str, local: MPI.Intracomm, ctrl: MPI.Intercomm,
-                 data: MPI.Intercomm, layout: Layout, eager_max: int, chunk: int) -> None:
+    def __init__(self, *, cluster: str, local: MPI.Intracomm,
+                 links: list[tuple[MPI.Intercomm, MPI.Intercomm]], layout: Layout,
+                 eager_max: int, chunk: int, stripe_min: int) -> None:
         self.cluster = cluster
         self.local = local  # the cluster's own COMM_WORLD
-        self.ctrl = ctrl
-        self.data = data
+        self.links = links  # (control, data) intercommunicator to each forwarder
+        self.nfwd = len(links)
+        self.stripe_min = stripe_min if self.nfwd > 1 else 1 << 62
+        self._stripes: dict[tuple[int, int], _Reassembly] = {}
+        self._sid = 0
         self.layout = layout
         self.offset = layout.offset(cluster)
         self.local_rank = local.Get_rank()
@@ -89,12 +146,12 @@ class Engine:
         self._xfer = 0
         self._sends: list[Request] = []
         self._status = MPI.Status()
-        self._bye_acked = False
+        self._bye_acks = 0
         self.finalized = False
         self.broken: BaseException | None = None
         # Liveness: the forwarder sends a heartbeat every protocol.HEARTBEAT seconds; MPI here
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
-        self.heard = time.monotonic()
+        self.heard = [time.monotonic()] * self.nfwd
         self.lost_after = float(os.environ.get("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER))
         self.stats = {"local_msgs": 0, "local_bytes": 0, "fwd_msgs": 0, "fwd_bytes": 0}
 
@@ -123,14 +180,14 @@ class Engine:
         """Pull every message that has arrived on either transport into the matcher."""
         did = False
         st = self._status
-        ctrl = self.ctrl
-        while True:
-            msg = ctrl.Improbe(0, _ANY_TAG, st)
-            if msg is None:
-                break
-            self.heard = time.monotonic()
-            self._on_forwarded(msg, st.Get_tag(), st.Get_count(_BYTE))
-            did = True
+        for i, (ctrl, _) in enumerate(self.links):
+            while True:
+                msg = ctrl.Improbe(0, _ANY_TAG, st)
+                if msg is None:
+                    break
+                self.heard[i] = time.monotonic()
+                self._on_forwarded(i, msg, st.Get_tag(), st.Get_count(_BYTE))
+                did = True
         for ctx in self._ctx_list:
             comm = ctx.comm
             while True:
@@ -158,14 +215,16 @@ class Engine:
                 backoff.reset()
             if ready():
                 return
-            if time.monotonic() - self.heard > self.lost_after:
+            if time.monotonic() - min(self.heard) > self.lost_after:
                 self._lost()
             backoff.idle()
 
     def _lost(self) -> None:
+        i = min(range(self.nfwd), key=self.heard.__getitem__)
+        which = "the forwarder" if self.nfwd == 1 else f"forwarder {i}"
         self.broken = ForwarderLost(
             f"rank {self.vrank} ({self.cluster} cluster, local rank {self.local_rank}): lost "
-            f"the forwarder: nothing heard from it for {time.monotonic() - self.heard:.1f} s "
+            f"{which}: nothing heard from it for {time.monotonic() - self.heard[i]:.1f} s "
             f"(it sends a heartbeat every {P.HEARTBEAT:g} s)"
         )
         raise self.broken
@@ -219,10 +278,10 @@ class Engine:
         req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
         if recv.view is None:
             req._obj = m.data
-            req._start(m.natives)
+            req._start(m.natives, more=m.more)
             return
         if m.nbytes > len(recv.view):
-            req._start(m.natives)
+            req._start(m.natives, more=m.more)
             req._fail(self._truncated(recv, m))
             return
         view, data = recv.view, m.data
@@ -230,19 +289,22 @@ class Engine:
         def copy() -> None:
             view[: m.nbytes] = data
 
-        req._start(m.natives, copy)
+        req._start(m.natives, copy, more=m.more)
 
-    def _on_forwarded(self, msg: MPI.Message, tag: int, count: int) -> None:
+    def _on_forwarded(self, link: int, msg: MPI.Message, tag: int, count: int) -> None:
         buf = bytearray(count)
         msg.Recv([buf, _BYTE])
         if tag == P.T_EAGER or tag == P.T_LARGE:
             env = P.unpack(buf)
+            if env.kind == P.K_STRIPE:
+                self._reassembly(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
+                return
             ctx = self.contexts.get(env.context)
             if ctx is None:
                 raise ProtocolError(f"rank {self.vrank}: message for unknown context {env.context}")
             self.stats["fwd_msgs"] += 1
             self.stats["fwd_bytes"] += env.nbytes
-            if tag == P.T_EAGER:
+            if tag == P.T_EAGER and not env.flags & P.F_STRIPED:
                 if count - P.ENVELOPE_SIZE != env.nbytes:
                     raise ProtocolError(
                         f"rank {self.vrank}: eager message says {env.nbytes} bytes, "
@@ -260,27 +322,41 @@ class Engine:
             else:
                 target = memoryview(bytearray(env.nbytes))
             m.data = target[: env.nbytes]
-            m.natives = [
-                self.data.Irecv([target[off:off + n], n, _BYTE], 0, env.xfer)
-                for off, n in P.chunks(env.nbytes, env.chunk)
-            ]
-            if recv is not None:
-                if target is recv.view:
-                    req = recv.req
-                    req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
-                    req._start(m.natives)
-                else:
-                    self._deliver_forwarded(recv, m)
+            if env.flags & P.F_STRIPED:
+                ra = self._reassembly(env.src, env.aux)
+                ra.place(m.data, env.nbytes)
+                m.more = ra.ready
+            else:
+                data = self.links[link][1]
+                m.natives = [
+                    data.Irecv([target[off:off + n], n, _BYTE], 0, env.xfer)
+                    for off, n in P.chunks(env.nbytes, env.chunk)
+                ]
+            if recv is None:
+                return
+            if target is recv.view:  # already on its way into the user's buffer
+                req = recv.req
+                req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
+                req._start(m.natives, more=m.more)
+            else:
+                self._deliver_forwarded(recv, m)
             return
         if tag == P.T_PING:
             return
         if tag == P.T_BYE_ACK:
-            self._bye_acked = True
+            self._bye_acks += 1
             return
         if tag == P.T_ABORT:
             body = P.decode_control(buf, ("reason",))
             raise BridgeError(f"rank {self.vrank}: the forwarder aborted the job: {body['reason']}")
         raise ProtocolError(f"rank {self.vrank}: unexpected control tag {tag} from the forwarder")
+
+    def _reassembly(self, src: int, sid: int) -> _Reassembly:
+        key = (src, sid)
+        ra = self._stripes.get(key)
+        if ra is None:
+            ra = self._stripes[key] = _Reassembly(self.nfwd, lambda: self._stripes.pop(key))
+        return ra
 
     def probe(self, ctx: Context, source, tag) -> _Arrived | None:
         """The message a receive for (source, tag) would match now, if any."""
@@ -304,22 +380,47 @@ class Engine:
             P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n).pack_into(buf)
             buf[P.ENVELOPE_SIZE:] = view
             req._keep = buf
-            req._start([self.ctrl.Isend([buf, _BYTE], 0, P.T_EAGER)])
+            ctrl = self.links[P.route(self.vrank, dest, self.nfwd)][0]
+            req._start([ctrl.Isend([buf, _BYTE], 0, P.T_EAGER)])
+        elif n < self.stripe_min:
+            route = P.route(self.vrank, dest, self.nfwd)
+            env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
+                             self._next_xfer())
+            req._keep = (env, view)
+            req._start(self._send_large(route, env, view))
         else:
-            self._xfer = self._xfer % P.MAX_XFER + 1
-            env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk, self._xfer)
-            head = env.pack()
-            natives = [self.ctrl.Isend([head, _BYTE], 0, P.T_LARGE)]
-            natives += [
-                self.data.Isend([view[off:off + k], k, _BYTE], 0, self._xfer)
-                for off, k in P.chunks(n, self.chunk)
-            ]
+            # Striped: the envelope keeps this pair's route (and so its order); the bytes go
+            # through every forwarder at once, one stripe each.
+            self._sid = self._sid % P.MAX_XFER + 1
+            head = bytearray(P.ENVELOPE_SIZE)
+            P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, flags=P.F_STRIPED,
+                       aux=self._sid).pack_into(head)
+            ctrl = self.links[P.route(self.vrank, dest, self.nfwd)][0]
+            natives = [ctrl.Isend([head, _BYTE], 0, P.T_EAGER)]
+            for k in range(self.nfwd):
+                off, ln = P.stripe_bounds(n, self.nfwd, k)
+                env = P.Envelope(P.K_STRIPE, self.vrank, dest, k, ctx.id, ln, self.chunk,
+                                 self._next_xfer(), aux=self._sid)
+                natives += self._send_large(k, env, view[off:off + ln])
             req._keep = (head, view)
             req._start(natives)
         self._sends.append(req)
         if len(self._sends) > 256:
             self._sends = [r for r in self._sends if not r._done]
         return req
+
+    def _next_xfer(self) -> int:
+        self._xfer = self._xfer % P.MAX_XFER + 1
+        return self._xfer
+
+    def _send_large(self, link: int, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
+        """Envelope on the control channel, then at once the chunks on the data channel."""
+        ctrl, data = self.links[link]
+        head = env.pack()
+        return [ctrl.Isend([head, _BYTE], 0, P.T_LARGE)] + [
+            data.Isend([view[off:off + k], k, _BYTE], 0, env.xfer)
+            for off, k in P.chunks(env.nbytes, env.chunk)
+        ]
 
     def adopt(self, req: Request) -> None:
         """Keep a freed request alive until it completes (finalize waits for it)."""
@@ -337,8 +438,8 @@ class Engine:
             self.local.Abort(1)
         pending = self._sends
         self.wait_for(lambda: all([r._poll() for r in pending]))
-        self.wait_all([self.ctrl.Isend([b"", _BYTE], 0, P.T_BYE)])
-        self.wait_for(lambda: self._bye_acked)
+        self.wait_all([ctrl.Isend([b"", _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
+        self.wait_for(lambda: self._bye_acks == self.nfwd)
         left = sum(len(c.queues.unexpected) for c in self._ctx_list)
         if left:
             print(f"mmpi: rank {self.vrank} finalized with {left} message(s) never received",
@@ -346,5 +447,6 @@ class Engine:
         self.finalized = True
         for ctx in self._ctx_list:
             ctx.comm.Free()
-        self.data.Disconnect()
-        self.ctrl.Disconnect()
+        for ctrl, data in self.links:
+            data.Disconnect()
+            ctrl.Disconnect()

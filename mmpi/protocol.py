@@ -13,6 +13,10 @@ Rule 3: chunks of one large message travel on the data channel with the MPI tag 
 Rule 4: on each (channel, peer) pair MPI's non-overtaking order is the only ordering we rely
         on: a sender's envelopes reach the forwarder, and the forwarder's reach a receiver, in
         the order they were sent.
+Rule 5: with several forwarders, all envelopes from one sender to one receiver go through the
+        same forwarder (`route`), which keeps Rule 4's order end to end. A large message may
+        be striped: its envelope (no payload, F_STRIPED) takes the route, its bytes travel as
+        one K_STRIPE message per forwarder, reassembled by the receiver at known offsets.
 """
 
 from __future__ import annotations
@@ -39,9 +43,13 @@ HEARTBEAT = 1.0  # seconds between forwarder heartbeats
 LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much silence
 
 # Message kinds carried in the envelope.
-K_P2P = 1
+K_P2P = 1  # a point-to-point message (user or collective context)
+K_STRIPE = 2  # one stripe of a striped message: tag = stripe index, aux = stripe-set id
 
-_ENVELOPE = struct.Struct("<BBHiiiiQII")
+# Envelope flags.
+F_STRIPED = 1  # K_P2P eager envelope with no payload: the bytes come as stripes (aux = id)
+
+_ENVELOPE = struct.Struct("<BBHiiiiQIII")
 ENVELOPE_SIZE = _ENVELOPE.size
 MAX_XFER = (1 << 28) - 1  # chunk tags stay well below MPICH's TAG_UB (2**29 - 1)
 
@@ -59,6 +67,7 @@ class Envelope:
     chunk: int = 0  # chunk size of a large message (0 for eager)
     xfer: int = 0  # data-channel tag of this message's chunks on the current hop
     flags: int = 0
+    aux: int = 0  # stripe-set id of a striped message and of its stripes
 
     def __post_init__(self) -> None:
         if self.nbytes < 0:
@@ -70,14 +79,14 @@ class Envelope:
         """Encode the envelope to its wire form."""
         return _ENVELOPE.pack(
             VERSION, self.kind, self.flags, self.src, self.dst, self.tag, self.context,
-            self.nbytes, self.chunk, self.xfer,
+            self.nbytes, self.chunk, self.xfer, self.aux,
         )
 
     def pack_into(self, buf, offset: int = 0) -> None:
         """Encode the envelope into `buf` at `offset` (no allocation on the eager path)."""
         _ENVELOPE.pack_into(
             buf, offset, VERSION, self.kind, self.flags, self.src, self.dst, self.tag,
-            self.context, self.nbytes, self.chunk, self.xfer,
+            self.context, self.nbytes, self.chunk, self.xfer, self.aux,
         )
 
     @property
@@ -92,10 +101,11 @@ def unpack(buf) -> Envelope:
     """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
     if len(buf) < ENVELOPE_SIZE:
         raise ProtocolError(f"message of {len(buf)} bytes is shorter than an envelope")
-    version, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer = _ENVELOPE.unpack_from(buf)
+    version, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer, aux = \
+        _ENVELOPE.unpack_from(buf)
     if version != VERSION:
         raise ProtocolError(f"peer speaks protocol version {version}, we speak {VERSION}")
-    return Envelope(kind, src, dst, tag, ctx, nbytes, chunk, xfer, flags)
+    return Envelope(kind, src, dst, tag, ctx, nbytes, chunk, xfer, flags, aux)
 
 
 def dst_of(buf) -> int:
@@ -105,7 +115,18 @@ def dst_of(buf) -> int:
 
 def with_xfer(buf: bytearray, xfer: int) -> None:
     """Rewrite the `xfer` field of an encoded envelope in place (the forwarder's next hop)."""
-    struct.pack_into("<I", buf, ENVELOPE_SIZE - 4, xfer)
+    struct.pack_into("<I", buf, ENVELOPE_SIZE - 8, xfer)
+
+
+def stripe_bounds(nbytes: int, parts: int, k: int) -> tuple[int, int]:
+    """(offset, length) of stripe k when `nbytes` are split into `parts` near-equal stripes."""
+    base, extra = divmod(nbytes, parts)
+    return k * base + min(k, extra), base + (1 if k < extra else 0)
+
+
+def route(src: int, dst: int, nforwarders: int) -> int:
+    """The forwarder that carries every message from src to dst (so their order holds)."""
+    return (src + dst) % nforwarders
 
 
 def chunks(nbytes: int, chunk: int):

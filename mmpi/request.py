@@ -21,7 +21,7 @@ class Request:
 
     __slots__ = (
         "_engine", "_natives", "_matched", "_done", "_finish", "_error", "_keep",
-        "source", "tag", "nbytes", "_obj", "_pickled", "_consumed", "__weakref__",
+        "source", "tag", "nbytes", "_obj", "_pickled", "_consumed", "_more", "__weakref__",
     )
 
     def __init__(self, engine, *, matched: bool = True, pickled: bool = False) -> None:
@@ -38,12 +38,14 @@ class Request:
         self._obj = None
         self._pickled = pickled
         self._consumed = False
+        self._more: Callable[[], bool] | None = None  # e.g. stripes still to arrive
 
     # -- engine side -------------------------------------------------------------------
-    def _start(self, natives, finish=None) -> None:
+    def _start(self, natives, finish=None, more=None) -> None:
         self._matched = True
         self._natives = natives
         self._finish = finish
+        self._more = more
 
     def _fail(self, error: BaseException) -> None:
         if self._error is None:
@@ -54,6 +56,8 @@ class Request:
         if self._done:
             return True
         if not self._matched:
+            return False
+        if self._more is not None and not self._more():
             return False
         if self._natives and not _TestAll(self._natives):
             return False

@@ -32,7 +32,8 @@ for it in range(10**9):
         if mode == "exit":
             sys.exit(3)
         if mode == "kill-forwarder":
-            pid = int((Path(os.environ["MMPI_RENDEZVOUS"]) / "forwarder.0.pid").read_text())
+            which = os.environ.get("MMPI_TEST_FORWARDER", "0")
+            pid = int((Path(os.environ["MMPI_RENDEZVOUS"]) / f"forwarder.{which}.pid").read_text())
             os.kill(pid, signal.SIGKILL)
     comm.Sendrecv(out, peer, 1, buf, MPI.ANY_SOURCE, 1)
     if time.monotonic() - t0 > 60:
