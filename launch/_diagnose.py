@@ -51,6 +51,8 @@ _SYS_EXIT = re.compile(r"mmpi: rank \d+ \(\w+:(\d+)\) called (sys\.exit\(.*?\)) 
 _LOST_FORWARDER = "lost the forwarder"
 _LOST_PID = re.compile(r"process_vm_(?:readv|writev)\(pid=(\d+)")
 _TRACEBACK = "Traceback (most recent call last):"
+# UCX log lines start "[1795263317.010223] [vm:3367 :0]": host, pid, thread of the process.
+_UCX_PID = re.compile(r"\[\d+\.\d+\] \[[^\s:\]]+:(\d+)\s*:\d+\]")
 
 
 @dataclass
@@ -66,6 +68,8 @@ class Evidence:
     exits: dict[int, str] = field(default_factory=dict)  # local rank -> "sys.exit(3)"
     lost_forwarder: set[int | None] = field(default_factory=set)  # ranks that lost it
     lost_pids: list[int] = field(default_factory=list)  # pids UCX could no longer reach
+    # pid -> local rank, from UCX log lines a rank printed (it may die before its pid file)
+    rank_pids: dict[int, int] = field(default_factory=dict)
     # (stream, rank) inside a traceback: stdout lines of that rank may come in between.
     _in_traceback: set[tuple[str, int | None]] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -98,6 +102,8 @@ class Evidence:
         if m := _SYS_EXIT.search(text):
             self.exits.setdefault(int(m[1]) if rank is None else rank, m[2])
             return
+        if rank is not None and (m := _UCX_PID.match(text)):
+            self.rank_pids.setdefault(int(m[1]), rank)
         if m := _LOST_PID.search(text):
             self.lost_pids.append(int(m[1]))
         if _LOST_FORWARDER in text:
@@ -253,12 +259,11 @@ def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
     # 1. Hydra's banner: the first process of the job that ended badly, by pid.
     if ev.banner_pid is not None:
         owner = pids.rank_of(ev.banner_pid, c)
-        if owner is not None:
-            who = rank(owner[1], ev.banner_pid)
-            local: int | None = owner[1]
+        local: int | None = owner[1] if owner else ev.rank_pids.get(ev.banner_pid)
+        if local is not None:
+            who = rank(local, ev.banner_pid)
         else:
             who = (f"a rank of {end.job} (pid {ev.banner_pid} on {ev.banner_host})",) * 2
-            local = None
         if ev.banner_signal is not None:
             what = f"was killed by {_signal_name(ev.banner_signal)}"
             directness = DIRECT if ev.banner_signal in _SENT_SIGNALS else CRASH

@@ -638,3 +638,19 @@ def test_stdout_between_traceback_lines_is_not_the_exception():
     for text in TRACEBACK[1:]:
         ev.feed(1, text, "stderr")
     assert ev.exceptions == {1: "RuntimeError: injected failure on rank 3"}
+
+
+def test_a_rank_that_died_before_its_pid_file_is_named_by_its_ucx_log_lines():
+    ucx = (
+        "[1795263317.010223] [vm:3367 :0]          select.c:657  UCX  ERROR   no active messages "
+        "transport to <no debug data>: self/memory - iface id and iface address differ"
+    )
+    ev = evidence(
+        (0, ucx),
+        *BANNER_KILLED[:3],
+        "=   PID 3367 RUNNING AT vm",
+        "=   EXIT CODE: 11",
+        "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
+    )
+    (line,) = diagnose([JobEnd("low", CLUSTER, 11, "exited with status 11", ev)], PIDS).lines
+    assert line.startswith("rank 0 (low:0, pid 3367) was killed by signal 11 (SIGSEGV); ")
