@@ -49,6 +49,7 @@ SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finis
 READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
 FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
 SHM_GLOB = "/dev/shm/mpich_shm_*"
+SHM_SETTLE = 1.0  # seconds SIGKILLed ranks may take to unmap their segments
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _MARK = CHUNK_MARK.encode()
@@ -517,14 +518,20 @@ def _remove_new_shm(before: set[str]) -> None:
         with contextlib.suppress(OSError):
             if os.stat(path).st_uid == uid:
                 candidates.append(path)
-    if not candidates:
-        return
     # Another MPI job of ours may have started meanwhile; its segments are mapped, leave them.
-    in_use = _paths_in_use(Path(SHM_GLOB).parent)
-    for path in candidates:
-        if path not in in_use:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+    # Ours may look mapped for a moment too: a killed rank unmaps as it dies, which is after
+    # its mpiexec (all we wait for) has gone. So look again a few times before giving up.
+    deadline = time.monotonic() + SHM_SETTLE
+    while candidates:
+        in_use = _paths_in_use(Path(SHM_GLOB).parent)
+        for path in candidates:
+            if path not in in_use:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        candidates = [p for p in candidates if p in in_use]
+        if not candidates or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
 
 
 def _paths_in_use(directory: Path) -> set[str]:
