@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# NPB's MPI codes run one single-threaded process per core: the ranks are the parallelism, so
+# BLAS must not start its own threads behind MPI's back (set before numpy is first imported).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 KERNELS = ("ep", "is", "cg", "mg", "lu")
 CLASSES = ("S", "W", "A", "B")
 
