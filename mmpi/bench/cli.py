@@ -14,6 +14,9 @@ a bug in mmpi-bench.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import glob
 import json
 import os
 import re
@@ -25,7 +28,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from . import report
@@ -35,10 +38,20 @@ PROG = "mmpi-bench"
 DEFAULT_TIMEOUT = 1200.0
 _STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL for a job that overran
 _ENV_DROP = ("MMPI_RENDEZVOUS", "MMPI_CLUSTER")  # a worker must not think it was bridged
+_PR_SET_PDEATHSIG = 1
+SHM_GLOB = "/dev/shm/mpich_shm_*"
 
 
 class BenchError(Exception):
     """A problem to report in one line and exit 1 for."""
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: stop the running job on the way out, like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 @dataclass(frozen=True)
@@ -96,14 +109,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="message sizes instead of the defaults, e.g. 8,64K,1M")
     p.add_argument("--iters-scale", type=_positive_float, default=1.0, metavar="F",
                    help="scale the time spent per point (e.g. 0.02 for a smoke test)")
-    p.add_argument("--target-ms", type=_positive_float, default=75.0, metavar="MS",
-                   help="time to spend on each point, all repetitions (default 75)")
-    p.add_argument("--reps", type=_positive_int, default=3, metavar="N",
-                   help="repetitions per point; the median is reported (default 3)")
+    p.add_argument("--target-ms", type=_positive_float, default=100.0, metavar="MS",
+                   help="time to spend on each point, all repetitions (default 100)")
+    p.add_argument("--reps", type=_positive_int, default=5, metavar="N",
+                   help="repetitions per point; the median is reported (default 5)")
     p.add_argument("--max-iters", type=_positive_int, default=10000, metavar="N",
                    help="most iterations in one repetition (default 10000)")
     p.add_argument("--json", metavar="FILE", help="write every figure and the environment")
     p.add_argument("--plot", metavar="DIR", help="write PNG charts (needs matplotlib)")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="measure nothing: print the tables (and --plot) of an earlier --json")
     p.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds allowed per job (default {DEFAULT_TIMEOUT:.0f})")
     p.add_argument("--dry-run", action="store_true", help="print the planned jobs and exit")
@@ -155,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     names = list(BENCHES) if args.all else list(dict.fromkeys(args.benchmarks))
     unknown = [n for n in names if n not in BENCHES]
-    if unknown or not names:
+    if unknown or not (names or args.from_json):
         parser.print_usage(sys.stderr)
         what = (f"unknown benchmark {unknown[0]!r}" if unknown else "no benchmark given")
         print(f"{PROG}: error: {what}; choose from {', '.join(BENCHES)} or use --all",
@@ -163,13 +178,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # The one place where exceptions become exit statuses.
     try:
-        return _main(args, names, argv)
+        with _signals_raise():
+            return _main(args, names, argv)
     except (BenchError, report.PlotUnavailable) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except _Terminated as exc:
+        print(f"{PROG}: received {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return 128 + exc.signum
     except Exception:
         traceback.print_exc()
         print(f"{PROG}: internal error (a bug in mmpi-bench), see above", file=sys.stderr)
@@ -179,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     if args.plot:
         report.require_matplotlib()  # before minutes of measuring, not after
+    if args.from_json:
+        return _replay(args, names)
     specs = plan_specs(names, args.sizes)
     for name in names:
         if name not in specs and BENCHES[name].sizes:
@@ -193,20 +214,48 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
         for run in runs:
             print(f"# {run.mode} {run.group}\n{' '.join(run.argv)}")
         return 0
-    load = _loadavg()
-    outcomes = []
-    for run in runs:
-        outcome = run_job(run, args.timeout, progress=None if args.quiet else _progress,
-                          echo=args.verbose)
-        outcomes.append(outcome)
-        if outcome.status != "ok":
-            print(f"{PROG}: {run.mode} {run.group} job {outcome.status} "
-                  f"(exit status {outcome.returncode}); its last output:", file=sys.stderr)
-            sys.stderr.write("".join(f"  | {line}" for line in outcome.tail[-25:]))
+    load, started = _loadavg(), report.now()
+    outcomes = [_run_reporting_failure(run, args) for run in runs]
+    _report(args, argv, outcomes, load, layouts, started)
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+def _replay(args: argparse.Namespace, names: list[str]) -> int:
+    try:
+        with open(args.from_json) as f:
+            doc = json.load(f)
+        rows, env = doc["results"], doc["environment"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BenchError(f"cannot read results from {args.from_json}: {exc}") from exc
+    if names:
+        rows = [r for r in rows if r["bench"] in names]
+    layouts = doc.get("layouts") or {}
+    sys.stdout.write(report.format_header(env, env.get("loadavg_start"))
+                     + report.format_tables(rows, layouts))
+    if args.plot:
+        written = report.write_plots(rows, args.plot, layouts)
+        _note(args, f"wrote {len(written)} plots to {args.plot}")
+    return 0
+
+
+def _run_reporting_failure(run: Run, args: argparse.Namespace) -> Outcome:
+    outcome = run_job(run, args.timeout, progress=None if args.quiet else _progress,
+                      echo=args.verbose)
+    if outcome.status != "ok":
+        print(f"{PROG}: {run.mode} {run.group} job {outcome.status} "
+              f"(exit status {outcome.returncode}); its last output:", file=sys.stderr)
+        sys.stderr.write("".join(f"  | {line}" for line in outcome.tail[-25:]))
+    return outcome
+
+
+def _report(args: argparse.Namespace, argv: list[str], outcomes: list[Outcome],
+            load: tuple[float, float, float] | None, layouts: dict[str, str],
+            started: str) -> None:
+    """Tables on stdout; JSON and plots when asked for. Partial results are reported too."""
     rows = report.merge({m: [r for o in outcomes if o.run.mode == m for r in o.results]
                          for m in report.MODES})
-    env = report.environment(next((o.env for o in outcomes if o.env), None), argv)
-    env["loadavg_start"] = load
+    env = report.environment(_first(outcomes, None), argv)
+    env.update(loadavg_start=load, date=started, finished=report.now())
     sys.stdout.write(report.format_header(env, load) + report.format_tables(rows, layouts))
     if args.json:
         doc = report.document(
@@ -220,11 +269,14 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     if args.plot:
         written = report.write_plots(rows, args.plot, layouts)
         _note(args, f"wrote {len(written)} plots to {args.plot}")
-    return 0 if all(o.status == "ok" for o in outcomes) else 1
 
 
-def _first(outcomes: list[Outcome], key: str):
-    return next((o.env[key] for o in outcomes if o.env and key in o.env), None)
+def _first(outcomes: list[Outcome], key: str | None):
+    """Return the first worker's environment record (key None), or one entry of it."""
+    envs = [o.env for o in outcomes if o.env]
+    if key is None:
+        return envs[0] if envs else None
+    return next((e[key] for e in envs if key in e), None)
 
 
 def _note(args: argparse.Namespace, text: str) -> None:
@@ -309,11 +361,13 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
             echo: bool = False) -> Outcome:
     """Run one job to completion (or `timeout`), collecting its records."""
     outcome = Outcome(run, load_before=_loadavg())
+    shm_before = _shm_files()
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     t0 = time.monotonic()
     proc = subprocess.Popen(run.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", env=env,
-                            start_new_session=True)  # its own group: we can stop all of it
+                            start_new_session=True,  # its own group: we can stop all of it
+                            preexec_fn=_die_with_us())
     overran = threading.Event()
 
     def overrun() -> None:
@@ -344,6 +398,7 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
         proc.wait()
     except BaseException:
         _stop_group(proc)
+        _remove_orphan_shm(shm_before)
         raise
     finally:
         timer.cancel()
@@ -363,7 +418,43 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
         outcome.tail.append(f"(the {run.mode} job reported bridged={outcome.env.get('bridged')})\n")
     else:
         outcome.status = "ok"
+    if outcome.status != "ok":
+        _remove_orphan_shm(shm_before)
     return outcome
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    def handler(signum: int, _frame) -> None:
+        raise _Terminated(signum)
+
+    # A signal that was ignored when we started (nohup) stays ignored.
+    saved = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)
+             if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+
+
+def _die_with_us() -> Callable[[], None] | None:
+    """Return a preexec_fn asking the kernel to SIGTERM the job if this driver dies (Linux).
+
+    Our own clean-up covers Ctrl-C, SIGTERM and SIGHUP; this covers SIGKILL (a harness's
+    timeout), after which mmpi-run and mpiexec would otherwise go on measuring unobserved.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # we died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
 
 
 def _stop_group(proc: subprocess.Popen) -> None:
@@ -378,6 +469,32 @@ def _stop_group(proc: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _shm_files() -> set[str]:
+    return set(glob.glob(SHM_GLOB))
+
+
+def _remove_orphan_shm(before: set[str]) -> None:
+    """Remove the MPICH shared-memory files a stopped or failed job left behind.
+
+    A killed MPICH job never unlinks its segments (1-4 MB each). Only files that appeared
+    while our job ran and that no live process still maps are removed, so the segments of
+    other jobs running on this machine at the same time are left alone.
+    """
+    new = _shm_files() - before
+    if not new:
+        return
+    mapped = set()
+    for maps in glob.glob("/proc/[0-9]*/maps"):
+        try:
+            with open(maps) as f:
+                mapped.update(w for line in f for w in line.split() if w in new)
+        except OSError:  # the process has gone, or is not ours to read
+            continue
+    for path in new - mapped:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _loadavg() -> tuple[float, float, float] | None:

@@ -154,8 +154,13 @@ def environment(worker_env: dict | None, argv: Sequence[str]) -> dict:
         "numpy": _version("numpy"),
         "mmpi": _version("mmpi"),
         "command": " ".join(["mmpi-bench", *argv]),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": now(),
     }
+
+
+def now() -> str:
+    """Return the current UTC time in ISO 8601, to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def _cpu_model() -> str | None:
@@ -277,25 +282,32 @@ def _bars(ax, rows: list[dict]) -> None:
 
 
 def _ratio_plot(plt, rows: Sequence[dict], out: Path) -> Path | None:
-    """Bridged / native for every sized benchmark on one chart (pairs: one pair only)."""
-    series = {}
+    """Bridged / native for every sized benchmark: times on the left, bandwidths on the right."""
+    series: dict[str, list[tuple[int, float]]] = {}
     for r in rows:
         if r["bench"] == "barrier" or r.get("ratio") is None or r.get("pairs", 1) != 1:
-            continue
+            continue  # pairs: the one-pair curve; scaling has its own chart
         series.setdefault(r["bench"], []).append((r["size"], r["ratio"]))
     if not series:
         return None
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for name, pts in series.items():
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    colours = plt.get_cmap("tab20").colors
+    markers = "os^vD<>pPX*h"
+    for i, (name, pts) in enumerate(series.items()):
+        ax = axes[1] if BENCHES.get(name) and BENCHES[name].is_bandwidth else axes[0]
         xs, ys = zip(*pts, strict=True)
-        ax.plot(xs, ys, "o-", label=name, markersize=3)
-    ax.axhline(1.0, color="0.3", linewidth=0.8)
-    _size_axis(ax)
-    ax.set_yscale("log")
-    ax.set_ylabel("bridged / native (time: >1 slower; MB/s: <1 slower)")
-    ax.set_title("mmpi-bench: bridged figure divided by native figure", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=3)
+        ax.plot(xs, ys, marker=markers[i % len(markers)], color=colours[(2 * i + i // 10) % 20],
+                label=name, markersize=3, linewidth=1)
+    for ax, what in zip(axes, ("time: above 1 = bridged slower",
+                               "bandwidth: below 1 = bridged slower"), strict=True):
+        ax.axhline(1.0, color="0.3", linewidth=0.8)
+        _size_axis(ax)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"bridged / native ({what})")
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.lines[1:]:
+            ax.legend(fontsize=7, ncol=2)
+    fig.suptitle("mmpi-bench: bridged figure divided by native figure", fontsize=10)
     fig.tight_layout()
     path = out / "ratios.png"
     fig.savefig(path, dpi=110)
@@ -307,7 +319,8 @@ def _size_axis(ax) -> None:
     from matplotlib.ticker import FuncFormatter
 
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: human_size(int(round(x)))))
+    ax.xaxis.set_major_formatter(
+        FuncFormatter(lambda x, _pos: human_size(int(round(x))) if x >= 0.99 else ""))
     ax.set_xlabel("message size")
 
 

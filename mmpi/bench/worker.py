@@ -43,8 +43,8 @@ class Options:
     """How long to measure each point."""
 
     low: int  # ranks in the low cluster (natively: how the world is split for the patterns)
-    target_ms: float = 75.0  # all repetitions of one point together
-    reps: int = 3
+    target_ms: float = 100.0  # all repetitions of one point together
+    reps: int = 5
     iters_scale: float = 1.0
     max_iters: int = 10000
 
@@ -89,8 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                                 description="MPI side of mmpi-bench (started by the driver)")
     p.add_argument("specs", nargs="+", metavar="NAME[=SIZES]")
     p.add_argument("--low", type=int, help="ranks in the low cluster (default: half)")
-    p.add_argument("--target-ms", type=float, default=75.0)
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--target-ms", type=float, default=100.0)
+    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--iters-scale", type=float, default=1.0)
     p.add_argument("--max-iters", type=int, default=10000)
     return p

@@ -1,0 +1,65 @@
+"""mmpi-bench end to end: real native and bridged jobs, results read back from its JSON."""
+# ruff: noqa: D103  (test names say what they check)
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+pytestmark = pytest.mark.mpi
+
+
+def bench_cmd() -> list[str]:
+    """Return the console script when installed, else the module."""
+    exe = shutil.which("mmpi-bench")
+    return [exe] if exe else [sys.executable, "-m", "mmpi.bench"]
+
+
+def run_bench(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    # The driver stops its own jobs at --timeout; the outer timeout only guards the driver.
+    return subprocess.run([*bench_cmd(), *args, "--timeout", str(timeout - 15)],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.timeout(150)
+def test_latency_and_allreduce_native_and_bridged(tmp_path):
+    out = tmp_path / "out.json"
+    p = run_bench("latency", "allreduce", "--sizes", "8,64K", "--iters-scale", "0.02",
+                  "--json", str(out), timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    got = {(r["bench"], r["size"]): r for r in doc["results"]}
+    assert set(got) == {("latency", 8), ("latency", 65536), ("allreduce", 8),
+                        ("allreduce", 65536)}
+    for r in got.values():
+        for mode in ("native", "bridged"):
+            assert r[mode]["value"] > 0 and r[mode]["iters"] >= 1, r
+        assert r["ratio"] == pytest.approx(r["bridged"]["value"] / r["native"]["value"])
+    runs = {(x["mode"], x["group"]): x for x in doc["runs"]}
+    assert set(runs) == {("native", "p2p"), ("bridged", "p2p"), ("native", "world"),
+                         ("bridged", "world")}
+    assert all(x["status"] == "ok" for x in runs.values())
+    assert runs["bridged", "p2p"]["worker"]["bridged"] is True
+    assert runs["native", "world"]["worker"]["bridged"] is False
+    assert runs["native", "world"]["worker"]["size"] == 4
+    env = doc["environment"]
+    assert env["mpi_library"].startswith("MPICH") and env["cpu_count"] >= 1
+    # the tables went to stdout
+    assert "# mmpi-bench latency:" in p.stdout and "# mmpi-bench allreduce:" in p.stdout
+
+
+@pytest.mark.timeout(120)
+def test_patterns_and_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = run_bench("barrier", "1:n", "pairs", "--sizes", "1K", "--iters-scale", "0.02",
+                  "--plot", str(tmp_path / "plots"), timeout=100)
+    assert p.returncode == 0, p.stdout + p.stderr
+    pairs = p.stdout.split("# mmpi-bench pairs:")[1].splitlines()
+    assert [ln.split()[0] for ln in pairs[4:6]] == ["1", "2"]  # 1 and 2 pairs on 2+2
+    assert sorted(x.name for x in (tmp_path / "plots").iterdir()) == [
+        "1_to_n.png", "barrier.png", "pairs.png", "ratios.png"]

@@ -1,0 +1,187 @@
+"""Tests of the mmpi-bench driver's pure parts: sizes, planning, output parsing, usage errors."""
+# ruff: noqa: D103  (test names say what they check)
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pytest
+
+from mmpi.bench import cli
+from mmpi.bench._catalog import BENCHES, COLL_SIZES, P2P_SIZES
+
+PY = "/usr/bin/python3"
+RUN = ("/bin/mmpi-run",)
+
+
+@pytest.mark.parametrize("text,sizes", [
+    ("8,1M", (8, 1 << 20)),
+    ("64K, 1KiB ,4MB,8", (8, 1024, 65536, 4 << 20)),
+    ("1,1,2", (1, 2)),
+    ("1g", (1 << 30,)),
+])
+def test_parse_sizes(text, sizes):
+    assert cli.parse_sizes(text) == sizes
+
+
+@pytest.mark.parametrize("text", ["", "8,", "1.5K", "-8", "0", "8X"])
+def test_parse_sizes_rejects(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        cli.parse_sizes(text)
+
+
+def test_default_sizes_follow_osu():
+    assert P2P_SIZES[0] == 1 and P2P_SIZES[-1] == 4 << 20
+    assert COLL_SIZES[0] == 1 and COLL_SIZES[-1] == 1 << 20
+    assert all(b == 2 * a for a, b in zip(COLL_SIZES, COLL_SIZES[1:], strict=False))
+
+
+def test_plan_specs_defaults_sizes_and_float_reductions():
+    specs = cli.plan_specs(["latency", "barrier", "allreduce"], (1, 8, 65536))
+    assert specs == {"latency": "latency=1,8,65536", "barrier": "barrier",
+                     "allreduce": "allreduce=8,65536"}  # float32: no 1-byte reduction
+    assert cli.plan_specs(["allreduce"], (1, 2)) == {}
+    full = cli.plan_specs(["bcast"], None)["bcast"]
+    assert full == "bcast=" + ",".join(str(1 << i) for i in range(21))
+
+
+def test_plan_runs_native_then_bridged_per_group():
+    specs = cli.plan_specs(["latency", "allreduce", "pairs"], (8,))
+    runs = cli.plan_runs(specs, 3, 2, ("--reps", "3"), mmpi_run=RUN, mpiexec="/bin/mpiexec",
+                         python=PY)
+    assert [(r.mode, r.group) for r in runs] == [
+        ("native", "p2p"), ("bridged", "p2p"), ("native", "world"), ("bridged", "world")]
+    worker = (PY, "-m", "mmpi.bench.worker")
+    assert runs[0].argv == ("/bin/mpiexec", "-n", "2", *worker, "--low", "1", "--reps", "3",
+                            "latency=8")
+    assert runs[1].argv == (*RUN, "--low", "1", "--high", "1", *worker, "--low", "1",
+                            "--reps", "3", "latency=8")
+    assert runs[2].argv == ("/bin/mpiexec", "-n", "5", *worker, "--low", "3", "--reps", "3",
+                            "allreduce=8", "pairs=8")
+    assert runs[3].argv[:5] == (*RUN, "--low", "3", "--high", "2")
+    assert runs[3].specs == ("allreduce=8", "pairs=8")
+
+
+def test_plan_runs_skips_empty_groups():
+    runs = cli.plan_runs({"barrier": "barrier"}, 2, 2, (), mmpi_run=RUN, mpiexec="mpiexec")
+    assert [(r.mode, r.group) for r in runs] == [("native", "world"), ("bridged", "world")]
+
+
+def test_every_benchmark_belongs_to_a_group():
+    assert {b.group for b in BENCHES.values()} <= set(cli.GROUPS)
+    assert [n for n, b in BENCHES.items() if b.group == "p2p"] == ["latency", "bw", "bibw"]
+
+
+@pytest.mark.parametrize("line", [
+    'MMPI-BENCH {"type": "done"}',
+    '[low:0 v0] MMPI-BENCH {"type": "done"}\n',
+    'noise before MMPI-BENCH {"type": "done"}',
+])
+def test_parse_line_finds_the_marker_anywhere(line):
+    assert cli.parse_line(line) == {"type": "done"}
+
+
+@pytest.mark.parametrize("line", [
+    "[fwd0] mmpi-forwarder[0]: done", "MMPI-BENCH {truncated", 'MMPI-BENCH [1, 2]',
+    'MMPI-BENCH {"no": "type"}', "MMPI-BENCHMARK {}"])
+def test_parse_line_ignores_other_output(line):
+    assert cli.parse_line(line) is None
+
+
+@pytest.mark.parametrize("argv", [[], ["nosuch"], ["latency", "--low", "0"],
+                                  ["latency", "--sizes", "abc"], ["--iters-scale", "0", "bw"]])
+def test_usage_errors_exit_2(argv, capsys):
+    assert cli.main(argv) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_fails_before_running_anything(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setattr(cli, "run_job", lambda *a, **k: pytest.fail("a job was started"))
+    assert cli.main(["latency", "--plot", str(tmp_path / "p")]) == 1
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and 'pip install "mmpi[plot]"' in err
+    assert not (tmp_path / "p").exists()
+
+
+def test_dry_run_prints_the_jobs(capsys):
+    assert cli.main(["--all", "--dry-run", "--low", "3", "--high", "1", "--sizes", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "# native p2p" in out and "# bridged world" in out
+    assert "-n 4 " in out and "--low 3 --high 1 " in out
+    assert "1:n=8" in out and "barrier" in out and "latency=8" in out
+
+
+def test_failed_job_still_reports_and_exits_1(monkeypatch, tmp_path, capsys):
+    def fake(run, timeout, **kw):
+        out = cli.Outcome(run, status="ok", returncode=0,
+                          env={"type": "env", "bridged": run.mode == "bridged"})
+        if run.mode == "bridged":
+            out.status, out.returncode, out.tail = "timeout", 143, ["stuck\n"]
+        else:
+            out.results = [{"type": "result", "bench": "barrier", "size": 0, "unit": "us",
+                            "value": 5.0, "samples": [5.0], "iters": 10}]
+        return out
+
+    monkeypatch.setattr(cli, "run_job", fake)
+    assert cli.main(["barrier", "--json", str(tmp_path / "o.json"), "-q"]) == 1
+    cap = capsys.readouterr()
+    assert "bridged world job timeout" in cap.err and "| stuck" in cap.err
+    assert "5.00" in cap.out
+    assert '"status": "timeout"' in (tmp_path / "o.json").read_text()
+
+
+def test_from_json_reprints_tables_without_measuring(monkeypatch, tmp_path, capsys):
+    from mmpi.bench import report
+
+    rows = report.merge({"native": [{"type": "result", "bench": "latency", "size": 8,
+                                     "unit": "us", "value": 2.0, "iters": 5}],
+                         "bridged": [{"type": "result", "bench": "latency", "size": 8,
+                                      "unit": "us", "value": 5.0, "iters": 5}]})
+    doc = report.document(rows, {"hostname": "h", "loadavg_start": [1.0, 2.0, 3.0]},
+                          settings={}, layouts={"p2p": "two ranks"}, runs=[])
+    path = report.write_json(tmp_path / "r.json", doc)
+    monkeypatch.setattr(cli, "run_job", lambda *a, **k: pytest.fail("a job was started"))
+    assert cli.main(["--from-json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "# two ranks" in out and "load average before the first job: 1.00 2.00 3.00" in out
+    assert ["8", "2.00", "5.00", "2.50"] in [ln.split() for ln in out.splitlines()]
+    assert cli.main(["--from-json", str(tmp_path / "missing.json")]) == 1
+
+
+def fake_run(mode: str, script: str) -> cli.Run:
+    """Make a job that is a short Python script instead of an MPI worker."""
+    return cli.Run(mode, "p2p", (sys.executable, "-c", script), ())
+
+
+def test_run_job_reads_prefixed_records():
+    script = (
+        "print('[fwd0] hello')\n"
+        "print('[low:0 v0] MMPI-BENCH {\"type\": \"env\", \"bridged\": true}')\n"
+        "print('[low:0 v0] MMPI-BENCH {\"type\": \"result\", \"bench\": \"bw\", \"size\": 8,"
+        " \"unit\": \"MB/s\", \"value\": 1.5, \"iters\": 3}')\n"
+        "print('[low:0 v0] MMPI-BENCH {\"type\": \"done\"}')\n")
+    seen = []
+    out = cli.run_job(fake_run("bridged", script), 30, progress=lambda r, rec: seen.append(rec))
+    assert out.status == "ok" and out.returncode == 0
+    assert [r["value"] for r in out.results] == [1.5] and seen == out.results
+    assert out.tail == ["[fwd0] hello\n"] and out.env["bridged"] is True
+
+
+def test_run_job_flags_wrong_mode_and_missing_done():
+    env_line = "print('MMPI-BENCH {\"type\": \"env\", \"bridged\": true}')\n"
+    wrong = cli.run_job(fake_run("native", env_line + "print('MMPI-BENCH {\"type\": \"done\"}')"),
+                        30)
+    assert wrong.status == "failed" and "bridged=True" in wrong.tail[-1]
+    assert cli.run_job(fake_run("bridged", env_line), 30).status == "failed"
+
+
+def test_run_job_stops_a_job_that_overruns():
+    import time
+
+    t0 = time.monotonic()
+    out = cli.run_job(fake_run("native", "import time; print('started', flush=True); "
+                                         "time.sleep(60)"), 0.5)
+    assert out.status == "timeout" and time.monotonic() - t0 < 15
+    assert out.tail[0] == "started\n" and "timeout" in out.tail[-1]
