@@ -50,6 +50,20 @@ def mmpi_run_cmd() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "launch"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_shm_left_behind():
+    """Killed MPI jobs leave /dev/shm/mpich_shm_* segments; the suite removes the ones it made.
+
+    mmpi-run cleans up after its own failed jobs, but several tests start MPI jobs by hand and
+    kill them on purpose.
+    """
+    from launch.runner import _remove_new_shm, _shm_files
+
+    before = _shm_files()
+    yield
+    _remove_new_shm(before)
+
+
 @pytest.fixture
 def bridged():
     """bridged(prog, *args, low=2, high=2, timeout=120) -> Job, through mmpi-run."""
