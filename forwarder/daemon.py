@@ -179,6 +179,12 @@ class Forwarder:
                 pending += [link.ctrl.Isend([b"", MPI.BYTE], r, P.T_PING)
                             for r in range(link.size)]
 
+    # Chosen by measurement on 2 cores (1+1 ranks, medians of 4 runs of benchmarks/p2p_bench.py):
+    # one thread per direction 42 us (8 B one-way) / 2.9 GB/s (4 MiB) / 3.1 GB/s (4 MiB both
+    # ways); one thread for both 40 us / 3.2 / 3.3; a second thread woken only for bulk
+    # traffic 47 us / 2.7 / 2.8. The differences are within run-to-run noise here (the
+    # ranks and the relay threads share two cores), so the default stays the simple full-duplex
+    # design: a thread per direction. MMPI_FWD_THREADS=1 selects the shared thread.
     def _serve_single(self) -> None:
         """Both directions from one thread (for comparison: no concurrency, no GIL handoffs)."""
         busy = Backoff()
