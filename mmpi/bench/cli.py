@@ -103,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="run every benchmark")
     p.add_argument("--low", type=_positive_int, default=2, metavar="N",
                    help="ranks in the low cluster (default 2)")
+    p.add_argument("--forwarders", type=_positive_int, default=1, metavar="N",
+                   help="forwarders in bridged runs (default 1)")
     p.add_argument("--high", type=_positive_int, default=2, metavar="N",
                    help="ranks in the high cluster (default 2)")
     p.add_argument("--sizes", type=parse_sizes, metavar="LIST",
@@ -207,9 +209,10 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
                         f"{BENCHES[name].min_size} B; skipped")
     if not specs:
         raise BenchError("nothing to run with these sizes")
+    mmpi_run = [*_mmpi_run_cmd(), "--forwarders", str(args.forwarders)]
     runs = plan_runs(specs, args.low, args.high, worker_args(args),
-                     mmpi_run=_mmpi_run_cmd(), mpiexec=_mpiexec())
-    layouts = describe_layouts(args.low, args.high)
+                     mmpi_run=mmpi_run, mpiexec=_mpiexec())
+    layouts = describe_layouts(args.low, args.high, args.forwarders)
     if args.dry_run:
         for run in runs:
             print(f"# {run.mode} {run.group}\n{' '.join(run.argv)}")
@@ -321,13 +324,14 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     return runs
 
 
-def describe_layouts(low: int, high: int) -> dict[str, str]:
+def describe_layouts(low: int, high: int, forwarders: int = 1) -> dict[str, str]:
     """One line per group saying which ranks the two figures come from."""
+    fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
     return {
-        "p2p": "native: 2 ranks of one mpiexec job; bridged: 1+1 ranks through the forwarder "
+        "p2p": f"native: 2 ranks of one mpiexec job; bridged: 1+1 ranks through {fwd} "
                "(vrank 0 <-> vrank 1)",
         "world": f"native: {low + high} ranks of one mpiexec job; bridged: {low} low + {high} "
-                 "high ranks and 1 forwarder",
+                 f"high ranks and {forwarders} forwarder{'s' if forwarders > 1 else ''}",
     }
 
 

@@ -26,12 +26,20 @@ def _no_orphans(marker: str) -> None:
 
 
 def _bridged_fault(mode: str, victim: int, timeout: float = 60):
+    from launch.runner import _paths_in_use, _shm_files
+
     marker = f"fault-{uuid.uuid4().hex[:10]}"
     cmd = [*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable,
            str(PROGS / "faults.py"), mode, str(victim), marker]
+    before = _shm_files()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    return p, time.monotonic() - t0, marker
+    took = time.monotonic() - t0
+    # mmpi-run must clean up the shared-memory segments its killed jobs leave behind
+    left = {f for f in _shm_files() - before
+            if f not in _paths_in_use(__import__("pathlib").Path("/dev/shm"))}
+    assert not left, f"{mode}: shared-memory files left behind: {sorted(left)}"
+    return p, took, marker
 
 
 @pytest.mark.timeout(90)
