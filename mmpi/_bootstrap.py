@@ -47,7 +47,7 @@ def join():
         ctrl = _connect(world, path, cluster, index, timeout)
         data = ctrl.Dup()
         links.append((ctrl, data))
-    for index, (ctrl, _) in enumerate(links):
+    for ctrl, _ in links:
         body = P.decode_control(_wait_control(ctrl, P.T_LAYOUT, timeout, cluster),
                                 ("low", "high", "eager_max", "chunk"))
         layouts.append(body)

@@ -87,8 +87,11 @@ def _infer(view: memoryview, op: str) -> MPI.Datatype:
 
 
 def as_typed(spec, *, writable: bool, op: str) -> Typed:
-    """Parse ``buf``, ``[buf, dt]``, ``[buf, count, dt]``, ``[buf, (count, displ), dt]``,
-    ``[buf, count]`` into a Typed run."""
+    """Parse an mpi4py buffer spec into a Typed run.
+
+    Accepted: ``buf``, ``[buf, dt]``, ``[buf, count, dt]``, ``[buf, (count, displ), dt]``,
+    ``[buf, count]``.
+    """
     if spec is None or spec is MPI.BOTTOM:
         return Typed(_EMPTY, 0, MPI.BYTE, 1)
     count = displ = dt = None
@@ -157,8 +160,11 @@ class Vector:
 
 
 def as_vector(spec, n: int, *, writable: bool, op: str) -> Vector:
-    """Parse ``[buf, counts]``, ``[buf, (counts, displs)]``, ``[buf, counts, dt]``,
-    ``[buf, (counts, displs), dt]`` or ``[buf, counts, displs, dt]`` for `n` ranks."""
+    """Parse an mpi4py vector buffer spec for `n` ranks.
+
+    Accepted: ``[buf, counts]``, ``[buf, (counts, displs)]``, ``[buf, counts, dt]``,
+    ``[buf, (counts, displs), dt]``, ``[buf, counts, displs, dt]``.
+    """
     if not isinstance(spec, (list, tuple)) or not 2 <= len(spec) <= 4:
         raise BufferError_(
             f"{op}: expected [buffer, counts, displacements, datatype] (or a shorter form), "
@@ -193,7 +199,7 @@ def as_vector(spec, n: int, *, writable: bool, op: str) -> Vector:
         dt = _infer(raw, op)
     extent = _extent(dt, op)
     flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
-    for i, (c, d) in enumerate(zip(counts, displs)):
+    for i, (c, d) in enumerate(zip(counts, displs, strict=True)):
         if d < 0 or (d + c) * extent > len(flat):
             raise BufferError_(
                 f"{op}: block of rank {i} (displacement {d}, count {c}) lies outside the "

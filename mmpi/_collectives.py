@@ -100,7 +100,7 @@ def _op(op, name: str) -> MPI.Op:
 
 
 def _combine(op: MPI.Op, mine: Typed, theirs: memoryview, mine_is_low: bool) -> None:
-    """mine := low op high, where `theirs` is the other cluster's partial (Rule 2)."""
+    """Set mine := low op high, where `theirs` is the other cluster's partial (Rule 2)."""
     tspec = mine.like(theirs)
     if op.Is_commutative() or not mine_is_low:
         op.Reduce_local(tspec, mine.spec)  # theirs op mine

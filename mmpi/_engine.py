@@ -210,12 +210,15 @@ class Engine:
             raise self.broken
         backoff = Backoff()
         progress = self.progress
+        # Silence counts only while we wait: after a long computation the heartbeats queued
+        # meanwhile take a few polls to come in (seen: none on the first poll after 4 s).
+        since = time.monotonic()
         while True:
             if progress():
                 backoff.reset()
             if ready():
                 return
-            if time.monotonic() - min(self.heard) > self.lost_after:
+            if time.monotonic() - max(min(self.heard), since) > self.lost_after:
                 self._lost()
             backoff.idle()
 
@@ -224,7 +227,7 @@ class Engine:
         which = "the forwarder" if self.nfwd == 1 else f"forwarder {i}"
         self.broken = ForwarderLost(
             f"rank {self.vrank} ({self.cluster} cluster, local rank {self.local_rank}): lost "
-            f"{which}: nothing heard from it for {time.monotonic() - self.heard[i]:.1f} s "
+            f"{which}: nothing heard from it for {self.lost_after:g} s of waiting "
             f"(it sends a heartbeat every {P.HEARTBEAT:g} s)"
         )
         raise self.broken

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import glob
 import json
 import os
 import re
@@ -31,6 +29,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+# The launcher's process hygiene: SIGTERM the job if we die, clean up a killed job's shm.
+from launch.runner import _die_with_parent as die_with_parent
+from launch.runner import _remove_new_shm as remove_new_shm
+from launch.runner import _shm_files as shm_files
+
 from . import report
 from ._catalog import BENCHES, GROUPS, MARKER
 
@@ -38,8 +41,6 @@ PROG = "mmpi-bench"
 DEFAULT_TIMEOUT = 1200.0
 _STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL for a job that overran
 _ENV_DROP = ("MMPI_RENDEZVOUS", "MMPI_CLUSTER")  # a worker must not think it was bridged
-_PR_SET_PDEATHSIG = 1
-SHM_GLOB = "/dev/shm/mpich_shm_*"
 
 
 class BenchError(Exception):
@@ -365,13 +366,13 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
             echo: bool = False) -> Outcome:
     """Run one job to completion (or `timeout`), collecting its records."""
     outcome = Outcome(run, load_before=_loadavg())
-    shm_before = _shm_files()
+    shm_before = shm_files()
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     t0 = time.monotonic()
     proc = subprocess.Popen(run.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", env=env,
                             start_new_session=True,  # its own group: we can stop all of it
-                            preexec_fn=_die_with_us())
+                            preexec_fn=die_with_parent())
     overran = threading.Event()
 
     def overrun() -> None:
@@ -402,7 +403,7 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
         proc.wait()
     except BaseException:
         _stop_group(proc)
-        _remove_orphan_shm(shm_before)
+        remove_new_shm(shm_before)
         raise
     finally:
         timer.cancel()
@@ -423,7 +424,7 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
     else:
         outcome.status = "ok"
     if outcome.status != "ok":
-        _remove_orphan_shm(shm_before)
+        remove_new_shm(shm_before)
     return outcome
 
 
@@ -442,25 +443,6 @@ def _signals_raise() -> Iterator[None]:
             signal.signal(signum, previous)
 
 
-def _die_with_us() -> Callable[[], None] | None:
-    """Return a preexec_fn asking the kernel to SIGTERM the job if this driver dies (Linux).
-
-    Our own clean-up covers Ctrl-C, SIGTERM and SIGHUP; this covers SIGKILL (a harness's
-    timeout), after which mmpi-run and mpiexec would otherwise go on measuring unobserved.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in it
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # we died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
-
-
 def _stop_group(proc: subprocess.Popen) -> None:
     """SIGTERM the job's process group (mmpi-run and mpiexec stop their ranks), then SIGKILL."""
     for sig, grace in ((signal.SIGTERM, _STOP_GRACE), (signal.SIGKILL, 5.0)):
@@ -473,32 +455,6 @@ def _stop_group(proc: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def _shm_files() -> set[str]:
-    return set(glob.glob(SHM_GLOB))
-
-
-def _remove_orphan_shm(before: set[str]) -> None:
-    """Remove the MPICH shared-memory files a stopped or failed job left behind.
-
-    A killed MPICH job never unlinks its segments (1-4 MB each). Only files that appeared
-    while our job ran and that no live process still maps are removed, so the segments of
-    other jobs running on this machine at the same time are left alone.
-    """
-    new = _shm_files() - before
-    if not new:
-        return
-    mapped = set()
-    for maps in glob.glob("/proc/[0-9]*/maps"):
-        try:
-            with open(maps) as f:
-                mapped.update(w for line in f for w in line.split() if w in new)
-        except OSError:  # the process has gone, or is not ours to read
-            continue
-    for path in new - mapped:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
 
 
 def _loadavg() -> tuple[float, float, float] | None:

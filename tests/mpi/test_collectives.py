@@ -32,7 +32,8 @@ def test_collectives_native_same_answers(native):
     ("bcast-count", r"(?i)truncat", True),
     ("allreduce-count", r"mismatched arguments", True),
     ("alltoallv-counts", r"rank 3 expects 8 bytes from rank 0, which sends 12", True),
-    ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),  # only the root can tell
+    # only the root can tell:
+    ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),
 ])
 def test_mismatched_collective_arguments_fail_loudly(bridged, case, message, rank3_detects):
     import re

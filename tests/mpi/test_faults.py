@@ -7,7 +7,6 @@ import time
 import uuid
 
 import pytest
-
 from conftest import PROGS, ROOT, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi
@@ -109,14 +108,14 @@ def test_ranks_detect_a_lost_forwarder_by_themselves(tmp_path):
                 j.kill()
         fwd.communicate(timeout=10)
     took = time.monotonic() - t0
-    for j, out in zip(jobs, outs):
+    for j, out in zip(jobs, outs, strict=True):
         assert j.returncode != 0, out
     # Every rank that noticed says so; the first to abort may take its cluster-mates down
     # before they print, so each cluster must show at least one such report - unless UCX
     # got there first: a rank caught inside a zero-copy (CMA) read from a process that just
     # died (the forwarder, or a cluster-mate aborting) is aborted by UCX itself, naming that
     # pid. Loud and prompt either way, but then not in our words.
-    for c, out in zip(("low", "high"), outs):
+    for c, out in zip(("low", "high"), outs, strict=True):
         # (lines of two ranks may interleave in an unprefixed mpiexec stream: check parts)
         ours = "lost the forwarder" in out and f"({c} cluster, local rank" in out
         ucx = "process_vm_readv(pid=" in out and "No such process" in out
@@ -141,3 +140,10 @@ def test_cluster_that_never_connects_fails_start_up(tmp_path):
     assert "should not get here" not in out
     assert took < 30, f"took {took:.1f} s"
     _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+def test_long_computation_is_not_a_lost_forwarder(bridged):
+    job = bridged("busy_then_talk.py", "4", low=1, high=1, env={"MMPI_FORWARDER_TIMEOUT": "2"})
+    assert job.returncode == 0, job.output
+    assert job.stdout.count("talked after computing") == 2, job.output

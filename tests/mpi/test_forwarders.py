@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import PROGS, ROOT, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi

@@ -4,7 +4,6 @@ import re
 import shutil
 
 import pytest
-
 from conftest import ROOT, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi

@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import PROGS, ROOT, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi
@@ -37,7 +36,7 @@ def _manual_job(tmp_path, *, order, delays, prog_args, extra_env=None, before_cl
     }
     procs = {}
     try:
-        for name, delay in zip(order, delays):
+        for name, delay in zip(order, delays, strict=True):
             time.sleep(delay)
             if name == "fwd" and before_clusters:
                 procs["fwd"] = _start(argv["fwd"], env)

@@ -25,7 +25,8 @@ def expect(kind, exc_type, fragment, fn):
         fn()
     except exc_type as exc:
         if not re.search(fragment, str(exc)):
-            raise AssertionError(f"rank {rank}: {kind}: message {str(exc)!r} lacks {fragment!r}")
+            raise AssertionError(
+                f"rank {rank}: {kind}: message {str(exc)!r} lacks {fragment!r}") from exc
         seen.append(kind)
         return
     raise AssertionError(f"rank {rank}: {kind}: no error raised")
@@ -80,7 +81,7 @@ for shift in sorted({1, size // 2} - {0}):  # a neighbour, and a rank across the
     s = comm.Isend(np.arange(10, dtype="i4"), peer, 77)
     expect("truncation", mmpi.TruncationError,
            rf"message from rank {src} with tag 77 has 40 bytes but the receive buffer holds "
-           "only 20", lambda: comm.Recv(np.empty(5, "i4"), src, 77))
+           "only 20", lambda src=src: comm.Recv(np.empty(5, "i4"), src, 77))
     s.Wait()
     comm.Barrier()
     assert not comm.Iprobe(src, 77), "truncated message left behind"
