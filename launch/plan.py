@@ -25,7 +25,8 @@ holds only these additions (the runner merges them over ``os.environ``).
 Why UCX_NET_DEVICES and not Hydra's ``-iface``: with MPICH's ch4/UCX device, ``-iface`` only
 changes how Hydra's own proxies connect; the MPI traffic goes where UCX decides. UCX_TLS=self,tcp
 (``transport: tcp``) keeps UCX off shared memory and CMA, which would otherwise be chosen
-between processes of one machine even when they live in different network namespaces.
+between processes of one machine even when they live in different network namespaces; it
+also sets MMPI_SKIP_MPI_FINALIZE (a workaround for an MPICH/UCX teardown crash over TCP).
 
 Rule: MMPI_* variables always come from the plan; the job's ``env`` and the cluster's ``env``
 may override the MPICH/UCX settings, the cluster's last.
@@ -67,7 +68,10 @@ LOCALHOST = "localhost"
 RENDEZVOUS_PLACEHOLDER = "<rendezvous-dir>"  # what --dry-run shows instead of a real directory
 CONNECT_TIMEOUT_CVAR = "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT"
 NET_DEVICES = "UCX_NET_DEVICES"
-TRANSPORT_ENV = {"tcp": {"UCX_TLS": "self,tcp"}}
+# MMPI_SKIP_MPI_FINALIZE: over UCX TCP, MPICH 5.0.2 segfaults in MPI_Finalize after
+# Connect/Accept in most runs; ranks then end after the bridge's own goodbye instead
+# (see mmpi/_bootstrap.py). Harmless for the forwarder, which ignores it.
+TRANSPORT_ENV = {"tcp": {"UCX_TLS": "self,tcp", "MMPI_SKIP_MPI_FINALIZE": "1"}}
 
 
 @dataclass(frozen=True)

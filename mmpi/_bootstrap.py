@@ -121,6 +121,34 @@ def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
         _engine.finalize()
+        if os.environ.get("MMPI_SKIP_MPI_FINALIZE"):
+            _exit_without_mpi_finalize(_engine.local)
+
+
+def _exit_without_mpi_finalize(local) -> None:
+    """End the process after the bridge's clean goodbye, skipping MPI_Finalize.
+
+    Over UCX's TCP transport (the one that crosses network namespaces) MPICH 5.0.2 segfaults
+    in MPI_Finalize in most runs of a job that used Connect/Accept (in ucp_worker_destroy,
+    while reporting a request leaked by the connection handshake). Everything the job needs
+    is done by then, so mmpi-run's `transport: tcp` sets MMPI_SKIP_MPI_FINALIZE and each rank
+    leaves here instead: wait until the whole cluster is here, remove the MPICH shared-memory
+    segments it maps (MPI_Finalize would have), flush, exit 0.
+    """
+    from mpi4py import MPI
+
+    local.Barrier()
+    with open("/proc/self/maps") as maps:
+        mine = {line.split()[-1] for line in maps if "/dev/shm/mpich_shm_" in line}
+    for path in mine:
+        try:
+            os.unlink(path.removesuffix(" (deleted)"))
+        except OSError:
+            pass  # a cluster-mate removed it first
+    sys.stdout.flush()
+    sys.stderr.flush()
+    del MPI
+    os._exit(0)
 
 
 def _install_exit_hook(world, engine) -> None:
