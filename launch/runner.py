@@ -49,6 +49,8 @@ SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finis
 READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
 FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
 SHM_GLOB = "/dev/shm/mpich_shm_*"
+# Hydra writes its hwloc topology here and removes it at a clean exit, not when killed.
+HWLOC_GLOB = "/tmp/hydra_hwloc_xmlfile_*"
 SHM_SETTLE = 1.0  # seconds SIGKILLed ranks may take to unmap their segments
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -229,6 +231,7 @@ def run(
     """Run `plan` to completion; return 0, the failure's cause's status, 130 on Ctrl-C."""
     output = _Output()
     shm_before = _shm_files()
+    hwloc_before = set(glob.glob(HWLOC_GLOB))
     jobs: list[_Job] = []
     failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
@@ -259,6 +262,7 @@ def run(
                 status = failed if failed is not None else status
                 if status != 0:
                     _remove_new_shm(shm_before)
+                    _remove_new_hwloc(hwloc_before)
     finally:
         shutil.rmtree(rendezvous, ignore_errors=True)
     return status
@@ -532,6 +536,17 @@ def _remove_new_shm(before: set[str]) -> None:
         if not candidates or time.monotonic() > deadline:
             return
         time.sleep(0.1)
+
+
+def _remove_new_hwloc(before: set[str]) -> None:
+    """Remove the hwloc files that killed Hydra processes of this run left in /tmp."""
+    new = set(glob.glob(HWLOC_GLOB)) - before
+    if not new:
+        return
+    in_use = _paths_in_use(Path(HWLOC_GLOB).parent)
+    for path in new - in_use:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _paths_in_use(directory: Path) -> set[str]:

@@ -57,11 +57,15 @@ def _no_shm_left_behind():
     mmpi-run cleans up after its own failed jobs, but several tests start MPI jobs by hand and
     kill them on purpose.
     """
-    from launch.runner import _remove_new_shm, _shm_files
+    import glob
+
+    from launch.runner import HWLOC_GLOB, _remove_new_hwloc, _remove_new_shm, _shm_files
 
     before = _shm_files()
+    hwloc_before = set(glob.glob(HWLOC_GLOB))
     yield
     _remove_new_shm(before)
+    _remove_new_hwloc(hwloc_before)
 
 
 @pytest.fixture
