@@ -151,6 +151,38 @@ check(idx in (0, 1), "waitany index")
 while not MPI.Request.Testall(reqs):
     pass
 
+# 8b. the rest of the Request API, in both clusters' directions
+reqs = [comm.Irecv(np.empty(2, "i8"), left, 41 + k) for k in range(3)]
+sends = [comm.Isend(np.array([rank, k], "i8"), right, 41 + k) for k in range(3)]
+done = set()
+while len(done) < 3:
+    idx = MPI.Request.Waitsome(reqs)
+    check(idx is not None and all(i not in done for i in idx), f"waitsome {idx}")
+    done.update(idx)
+check(MPI.Request.Waitsome(reqs) is None, "waitsome on finished requests")
+MPI.Request.Waitall(sends)
+r = comm.Irecv(np.empty(1, "i8"), left, 44)
+st = MPI.Status()
+comm.Send(np.array([rank], "i8"), right, 44)
+while not r.Get_status(st):
+    pass
+check(st.Get_source() == left and st.Get_tag() == 44, "Get_status fills the status")
+r.Wait()
+idx, flag = MPI.Request.Testany([comm.Isend(np.zeros(1), right, 45)])
+while not flag:
+    idx, flag = MPI.Request.Testany([])
+comm.Recv(np.zeros(1), left, 45)
+objs = [comm.irecv(bytearray(1 << 16), left, 46 + k) for k in range(2)]
+[comm.isend({"k": k, "from": rank}, right, 46 + k).wait() for k in range(2)]
+got = MPI.Request.waitall(objs)
+check(got == [{"k": 0, "from": left}, {"k": 1, "from": left}], f"waitall objects {got}")
+r = comm.irecv(bytearray(1 << 16), left, 48)
+comm.send("hello", right, 48)
+flag, obj = r.test()
+while not flag:
+    flag, obj = r.test()
+check(obj == "hello", "lowercase test")
+
 # 9. errors: truncation, bad rank, bad tag
 ERRORS = tuple(e for e in (getattr(sys.modules["mmpi"], "MMPIError", None), MPI.Exception,
                            ValueError) if e)
