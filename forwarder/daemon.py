@@ -54,7 +54,6 @@ class Forwarder:
         self.links: dict[str, Link] = {}
         self.relays: list[Relay] = []
         self._admitted = threading.Event()
-        self._failure: BaseException | None = None
         self._last_ping = 0.0
 
     # -- start-up -------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from . import protocol as P
 from ._backoff import Backoff
 from ._matching import MatchQueues
 from ._topology import Layout
-from .errors import BridgeError, ForwarderLost, ProtocolError, StateError, TruncationError
+from .errors import ForwarderLost, ProtocolError, StateError, TruncationError
 from .request import Request
 
 _BYTE = MPI.BYTE
@@ -153,7 +153,6 @@ class Engine:
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
         self.heard = [time.monotonic()] * self.nfwd
         self.lost_after = float(os.environ.get("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER))
-        self.stats = {"local_msgs": 0, "local_bytes": 0, "fwd_msgs": 0, "fwd_bytes": 0}
 
     # -- contexts ------------------------------------------------------------------------
     def new_context(self, cid: int) -> Context:
@@ -255,8 +254,6 @@ class Engine:
     def _deliver_local(self, recv: _Posted, m: _Arrived) -> None:
         req = recv.req
         req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
-        self.stats["local_msgs"] += 1
-        self.stats["local_bytes"] += m.nbytes
         if recv.view is None:
             buf = bytearray(m.nbytes)
             req._obj = buf
@@ -305,8 +302,6 @@ class Engine:
             ctx = self.contexts.get(env.context)
             if ctx is None:
                 raise ProtocolError(f"rank {self.vrank}: message for unknown context {env.context}")
-            self.stats["fwd_msgs"] += 1
-            self.stats["fwd_bytes"] += env.nbytes
             if tag == P.T_EAGER and not env.flags & P.F_STRIPED:
                 if count - P.ENVELOPE_SIZE != env.nbytes:
                     raise ProtocolError(
@@ -349,9 +344,6 @@ class Engine:
         if tag == P.T_BYE_ACK:
             self._bye_acks += 1
             return
-        if tag == P.T_ABORT:
-            body = P.decode_control(buf, ("reason",))
-            raise BridgeError(f"rank {self.vrank}: the forwarder aborted the job: {body['reason']}")
         raise ProtocolError(f"rank {self.vrank}: unexpected control tag {tag} from the forwarder")
 
     def _reassembly(self, src: int, sid: int) -> _Reassembly:

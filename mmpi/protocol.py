@@ -36,7 +36,6 @@ T_HELLO = 10  # cluster root -> forwarder: job secret, cluster name, size
 T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link parameters
 T_BYE = 12  # rank -> forwarder: I have finished sending
 T_BYE_ACK = 13  # forwarder -> rank: everybody finished, you may disconnect
-T_ABORT = 14  # either way: the job is being torn down (reason in a JSON body)
 T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
 
 HEARTBEAT = 1.0  # seconds between forwarder heartbeats

@@ -200,8 +200,8 @@ class Request:
         return None
 
     @classmethod
-    def Waitany(cls, requests: Sequence[Request], status: MPI.Status | None = None) -> int:
-        """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
+    def _wait_any(cls, requests: Sequence[Request | None]) -> int:
+        """Index of the first request to complete (MPI.UNDEFINED if none is active)."""
         live = cls._live(requests)
         if not live:
             return MPI.UNDEFINED
@@ -209,23 +209,26 @@ class Request:
 
         def ready() -> bool:
             i = cls._first_done(requests)
-            if i is None:
-                return False
-            found.append(i)
-            return True
+            if i is not None:
+                found.append(i)
+            return i is not None
 
         live[0]._engine.wait_for(ready)
-        requests[found[0]]._result(status)
         return found[0]
+
+    @classmethod
+    def Waitany(cls, requests: Sequence[Request], status: MPI.Status | None = None) -> int:
+        """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
+        i = cls._wait_any(requests)
+        if i != MPI.UNDEFINED:
+            requests[i]._result(status)
+        return i
 
     @classmethod
     def waitany(cls, requests: Sequence[Request], status: MPI.Status | None = None):
         """(index, object) of the first request to complete."""
-        live = cls._live(requests)
-        if not live:
-            return MPI.UNDEFINED, None
-        idx = cls.Waitany.__func__(cls, [r if r is None else _Peek(r) for r in requests])
-        return idx, requests[idx]._result(status)
+        i = cls._wait_any(requests)
+        return (i, None) if i == MPI.UNDEFINED else (i, requests[i]._result(status))
 
     @classmethod
     def Testany(cls, requests: Sequence[Request], status: MPI.Status | None = None):
@@ -261,29 +264,6 @@ class Request:
         if error is not None:
             raise error
         return done
-
-
-class _Peek:
-    """Wraps a request for Waitany-then-result without consuming it twice (lowercase waitany)."""
-
-    __slots__ = ("_r",)
-
-    def __init__(self, r: Request) -> None:
-        self._r = r
-
-    @property
-    def _consumed(self) -> bool:
-        return self._r._consumed
-
-    @property
-    def _engine(self):
-        return self._r._engine
-
-    def _poll(self) -> bool:
-        return self._r._poll()
-
-    def _result(self, status) -> None:
-        return None
 
 
 def completed(engine, *, source: int = MPI.PROC_NULL, tag: int = MPI.ANY_TAG,

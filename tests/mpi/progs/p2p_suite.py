@@ -182,6 +182,12 @@ flag, obj = r.test()
 while not flag:
     flag, obj = r.test()
 check(obj == "hello", "lowercase test")
+rs = [comm.irecv(bytearray(1 << 16), left, 49), comm.irecv(bytearray(1 << 16), left, 50)]
+comm.send("second", right, 50)
+comm.send("first", right, 49)
+idx, obj = MPI.Request.waitany(rs)
+check((idx, obj) in ((0, "first"), (1, "second")), f"lowercase waitany {idx} {obj}")
+check(rs[1 - idx].wait() == ("second" if idx == 0 else "first"), "the other after waitany")
 
 # 9. errors: truncation, bad rank, bad tag
 ERRORS = tuple(e for e in (getattr(sys.modules["mmpi"], "MMPIError", None), MPI.Exception,
