@@ -6,6 +6,7 @@ shared port at the same instant can crash MPICH inside `Comm_accept` (see the MP
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import resource
 import sys
@@ -156,12 +157,16 @@ class Forwarder:
             threading.Thread(target=self._serve_single, daemon=True).start()
             self._heartbeat(lambda: not all(r.finished for r in self.relays))
         # Every rank has said BYE and every relayed byte is delivered: release and close.
+        # Should closing stall (MPI gives no timeout here), show where before the launcher's
+        # grace period ends and it kills us.
+        faulthandler.dump_traceback_later(5, exit=False)
         for link in self.links.values():
             MPI.Request.Waitall([link.ctrl.Isend([b"", MPI.BYTE], r, P.T_BYE_ACK)
                                  for r in range(link.size)])
         for link in self.links.values():
             link.data.Disconnect()
             link.ctrl.Disconnect()
+        faulthandler.cancel_dump_traceback_later()
         self.log(self.summary(time.monotonic() - t0))
         return 0
 
@@ -177,6 +182,10 @@ class Forwarder:
             for link in self.links.values():
                 pending += [link.ctrl.Isend([b"", MPI.BYTE], r, P.T_PING)
                             for r in range(link.size)]
+        # Complete (and so free) the last pings: MPICH's Comm_disconnect waits until no request
+        # holds a reference to the communicator, and an unfreed request holds one for ever,
+        # even after its send is done. (Seen as a forwarder stuck in Disconnect after a job.)
+        MPI.Request.Waitall(pending)
 
     # Chosen by measurement on 2 cores (1+1 ranks, medians of 4 runs of benchmarks/p2p_bench.py):
     # one thread per direction 42 us (8 B one-way) / 2.9 GB/s (4 MiB) / 3.1 GB/s (4 MiB both
