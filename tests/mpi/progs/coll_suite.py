@@ -128,6 +128,29 @@ for n in (1, 1000, BIG):
     check(np.allclose(res, sum(np.random.default_rng(r).random(n) for r in range(size))),
           f"Allreduce random n={n}")
 
+# user-defined non-commutative ops keep rank order: "left" (a op b = a) yields rank 0's data,
+# "right" (a op b = b) the last rank's, on both the leader and the segmented paths
+def _left(inbuf, inoutbuf, dt):
+    np.frombuffer(inoutbuf, "f8")[:] = np.frombuffer(inbuf, "f8")
+
+
+def _right(inbuf, inoutbuf, dt):
+    pass
+
+
+LEFT, RIGHT = MPI.Op.Create(_left, commute=False), MPI.Op.Create(_right, commute=False)
+for n in (3, BIG):
+    for op, want in ((LEFT, 0), (RIGHT, size - 1)):
+        res = np.zeros(n)
+        comm.Allreduce(data(rank, n, "f8", 2), res, op=op)
+        check(np.array_equal(res, data(want, n, "f8", 2)), f"Allreduce non-commutative n={n}")
+        res = np.zeros(n) if rank == size - 1 else None
+        comm.Reduce(data(rank, n, "f8", 2), res, op=op, root=size - 1)
+        if rank == size - 1:
+            check(np.array_equal(res, data(want, n, "f8", 2)), f"Reduce non-commutative n={n}")
+LEFT.Free()
+RIGHT.Free()
+
 check(comm.allreduce(rank, op=MPI.SUM) == size * (size - 1) // 2, "allreduce obj")
 check(comm.allreduce([rank], op=MPI.SUM) == list(range(size)), "allreduce list (concat order)")
 for root in roots():
