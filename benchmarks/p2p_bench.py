@@ -1,5 +1,6 @@
 """Ping-pong latency, windowed bandwidth and bidirectional bandwidth between the first and last
-rank (one in each cluster when bridged). Same file natively: `mpiexec -n 2 python ...`."""
+rank (one in each cluster when bridged). Same file natively: `mpiexec -n 2 python ...`.
+"""
 
 import sys
 
