@@ -14,6 +14,7 @@ import time
 
 
 def run(kernel: str, cls: str, layout: str, timeout: float) -> tuple[str, float | None, str]:
+    """Run one kernel natively or bridged; return (status, seconds, output)."""
     prog = [sys.executable, "-m", "nas_ports", kernel, "--class", cls]
     if "+" in layout:
         low, high = layout.split("+")
@@ -34,6 +35,7 @@ def run(kernel: str, cls: str, layout: str, timeout: float) -> tuple[str, float 
 
 
 def main() -> int:
+    """Run the matrix of kernels, classes and layouts and print the table."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--class", dest="cls", default="W")
     ap.add_argument("--kernels", default="ep,is,cg,mg,lu")

@@ -1,5 +1,7 @@
-"""Ping-pong latency, windowed bandwidth and bidirectional bandwidth between the first and last
-rank (one in each cluster when bridged). Same file natively: `mpiexec -n 2 python ...`.
+"""Ping-pong latency, windowed bandwidth and bidirectional bandwidth between two ranks.
+
+The first and the last rank: one in each cluster when bridged. Same file natively:
+`mpiexec -n 2 python ...`.
 """
 
 import sys
@@ -16,6 +18,7 @@ WINDOW = 16
 
 
 def latency(n, iters):
+    """One-way time of an n-byte ping-pong, in seconds."""
     buf = np.zeros(n, np.uint8)
     comm.Barrier()
     for i in range(iters + 20):
@@ -31,6 +34,7 @@ def latency(n, iters):
 
 
 def bandwidth(n, iters, both=False):
+    """Bytes per second of windows of n-byte sends (both ways at once if `both`)."""
     sbuf = [np.ones(n, np.uint8) for _ in range(WINDOW)]
     rbuf = [np.empty(n, np.uint8) for _ in range(WINDOW)]
     ack = np.zeros(1, np.uint8)
