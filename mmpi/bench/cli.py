@@ -1,7 +1,8 @@
 """mmpi-bench: run each benchmark natively and bridged, one job after the other, and compare.
 
-The driver never touches MPI itself. It plans up to four jobs of ``python -m mmpi.bench.worker``
-- point-to-point benchmarks on 2 native ranks, then bridged on 1+1; the rest on low+high native
+The driver never touches MPI itself. It plans up to five jobs of ``python -m mmpi.bench.worker``
+- point-to-point benchmarks on 2 native ranks, on two one-rank jobs joined by Comm_connect (the
+native across-jobs baseline, see across.py), then bridged on 1+1; the rest on low+high native
 ranks, then bridged on low+high - runs them strictly one at a time (concurrent jobs would share
 the same cores and measure each other), reads the ``MMPI-BENCH`` lines from their output, and
 reports tables, optionally JSON and PNG plots.
@@ -311,7 +312,10 @@ def worker_args(args: argparse.Namespace) -> tuple[str, ...]:
 
 def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str], *,
               mmpi_run: Sequence[str], mpiexec: str, python: str = sys.executable) -> list[Run]:
-    """Return the jobs to run, in order: for each group, native first, then bridged."""
+    """Return the jobs to run, in order: for each group, native first, then bridged.
+
+    Point-to-point also gets the native baseline across two jobs, between those two.
+    """
     runs = []
     for group in GROUPS:
         mine = tuple(s for n, s in specs.items() if BENCHES[n].group == group)
@@ -320,6 +324,9 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
         a, b = (1, 1) if group == "p2p" else (low, high)
         worker = (python, "-m", "mmpi.bench.worker", "--low", str(a), *options, *mine)
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *worker), mine))
+        if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
+            runs.append(Run("across", group,
+                            (python, "-m", "mmpi.bench.across", mpiexec, *worker), mine))
         runs.append(Run("bridged", group,
                         (*mmpi_run, "--low", str(a), "--high", str(b), *worker), mine))
     return runs
@@ -329,7 +336,8 @@ def describe_layouts(low: int, high: int, forwarders: int = 1) -> dict[str, str]
     """One line per group saying which ranks the two figures come from."""
     fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
     return {
-        "p2p": f"native: 2 ranks of one mpiexec job; bridged: 1+1 ranks through {fwd} "
+        "p2p": f"native: 2 ranks of one mpiexec job; across jobs: 2 one-rank mpiexec jobs "
+               f"joined by Comm_connect; bridged: 1+1 ranks through {fwd} "
                "(vrank 0 <-> vrank 1)",
         "world": f"native: {low + high} ranks of one mpiexec job; bridged: {low} low + {high} "
                  f"high ranks and {forwarders} forwarder{'s' if forwarders > 1 else ''}",

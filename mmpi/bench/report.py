@@ -9,6 +9,9 @@ A row (one per benchmark, size and pair count) is the unit of every output::
      "bridged": {"value": 60.0, "samples": [...], "iters": 400},
      "ratio": 30.0}                       # bridged / native, None when either is missing
 
+and, for point-to-point benchmarks, ``"across"`` (plain MPI between two jobs, the path a
+forwarded message takes twice) with ``"ratio_across"`` = bridged / across.
+
 plus ``"pairs": k`` for the pairs benchmark and ``"clients": n`` for the 1:n / n:1 patterns.
 """
 
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from ._catalog import BENCHES
 
-MODES = ("native", "bridged")
+MODES = ("native", "across", "bridged")
 PLOT_INSTALL_HINT = 'pip install "mmpi[plot]"  (or: pip install matplotlib)'
 _POINT_KEYS = ("bench", "size", "pairs")  # what identifies a row
 _SKIP = {"type", "bench", "size", "pairs", "clients", "unit"}
@@ -50,15 +53,17 @@ def merge(records: dict[str, Iterable[dict]]) -> list[dict]:
             row[mode] = {k: v for k, v in rec.items() if k not in _SKIP}
     for row in rows.values():
         row["ratio"] = ratio(row)
+        if row.get("across") is not None:
+            row["ratio_across"] = ratio(row, "across")
     order = list(BENCHES)
     return sorted(rows.values(), key=lambda r: (
         order.index(r["bench"]) if r["bench"] in order else len(order),
         r.get("pairs") or 0, r["size"]))
 
 
-def ratio(row: dict) -> float | None:
-    """Bridged figure divided by the native one, or None when either is missing or zero."""
-    n, b = _value(row, "native"), _value(row, "bridged")
+def ratio(row: dict, base: str = "native") -> float | None:
+    """Bridged figure divided by the `base` one, or None when either is missing or zero."""
+    n, b = _value(row, base), _value(row, "bridged")
     if n is None or b is None or n == 0:
         return None
     return b / n
@@ -110,9 +115,12 @@ def _table(name: str, rows: list[dict], layout: str) -> str:
         lines.append(f"# {layout}")
     lines.append(f"# figures in {unit} ({better} is better); ratio = bridged / native")
     with_pairs = any("pairs" in r for r in rows)
+    across = any(r.get("across") is not None for r in rows)
     head = ([f"{'# Pairs':<8}"] if with_pairs else []) + [
-        f"{'# Size' if not with_pairs else 'Size':<12}", f"{'Native':>14}", f"{'Bridged':>14}",
-        f"{'Bridged/Native':>16}"]
+        f"{'# Size' if not with_pairs else 'Size':<12}", f"{'Native':>14}"]
+    head += [f"{'Across jobs':>14}"] if across else []
+    head += [f"{'Bridged':>14}", f"{'Bridged/Native':>16}"]
+    head += [f"{'Bridged/Across':>16}"] if across else []
     if with_pairs:
         head += [f"{'Native/1 pair':>15}", f"{'Bridged/1 pair':>15}"]
     lines.append("".join(head).rstrip())
@@ -120,11 +128,13 @@ def _table(name: str, rows: list[dict], layout: str) -> str:
     for r in rows:
         cells = [f"{r['pairs']:<8}"] if with_pairs else []
         size = "-" if name == "barrier" else str(r["size"])
-        cells += [f"{size:<12}", f"{_num(_value(r, 'native')):>14}",
-                  f"{_num(_value(r, 'bridged')):>14}", f"{_num(r.get('ratio')):>16}"]
+        cells += [f"{size:<12}", f"{_num(_value(r, 'native')):>14}"]
+        cells += [f"{_num(_value(r, 'across')):>14}"] if across else []
+        cells += [f"{_num(_value(r, 'bridged')):>14}", f"{_num(r.get('ratio')):>16}"]
+        cells += [f"{_num(r.get('ratio_across')):>16}"] if across else []
         if with_pairs:
             base = one_pair.get(r["size"])
-            for mode in MODES:
+            for mode in ("native", "bridged"):
                 cells.append(f"{_num(_div(_value(r, mode), base and _value(base, mode))):>15}")
         lines.append("".join(cells).rstrip())
     return "\n".join(lines) + "\n"
@@ -259,7 +269,7 @@ def _curves(ax, rows: list[dict]) -> None:
     for k in sorted({r.get("pairs") for r in rows}, key=lambda x: x or 0):
         sub = [r for r in rows if r.get("pairs") == k]
         label_k = f", {k} pair{'s' if k != 1 else ''}" if k else ""
-        for mode, style in (("native", "o-"), ("bridged", "s--")):
+        for mode, style in (("native", "o-"), ("across", "^:"), ("bridged", "s--")):
             pts = [(r["size"], _value(r, mode)) for r in sub if _value(r, mode)]
             if pts:
                 xs, ys = zip(*pts, strict=True)
@@ -273,8 +283,9 @@ def _curves(ax, rows: list[dict]) -> None:
 
 def _bars(ax, rows: list[dict]) -> None:
     r = rows[0]
-    vals = [_value(r, m) or 0.0 for m in MODES]
-    ax.bar(MODES, vals, color=["tab:blue", "tab:orange"])
+    modes = ("native", "bridged")
+    vals = [_value(r, m) or 0.0 for m in modes]
+    ax.bar(modes, vals, color=["tab:blue", "tab:orange"])
     ax.set_yscale("log")
     ax.set_ylabel(f"time per call ({_unit_label(r['unit'])})")
     for i, v in enumerate(vals):

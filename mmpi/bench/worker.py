@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import statistics
 import sys
@@ -31,6 +32,7 @@ import numpy as np
 
 from mmpi import MPI
 
+from . import across
 from ._catalog import MARKER
 
 WINDOW = 64  # messages in flight per bandwidth iteration, as osu_bw
@@ -64,7 +66,7 @@ class Kernel:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks named on the command line and print their results on rank 0."""
     args = _parser().parse_args(argv)
-    comm = MPI.COMM_WORLD
+    comm = across.join(MPI) if os.environ.get(across.ENV) else MPI.COMM_WORLD
     try:
         opts = Options(args.low if args.low is not None else comm.Get_size() // 2,
                        args.target_ms, args.reps, args.iters_scale, args.max_iters)
@@ -111,6 +113,7 @@ def _emit(comm, record: dict) -> None:
 def _environment(comm, opts: Options) -> dict:
     return {
         "bridged": bool(getattr(MPI, "BRIDGED", False)),
+        "across_jobs": bool(os.environ.get(across.ENV)),
         "size": comm.Get_size(),
         "low": opts.low,
         "hostname": socket.gethostname(),

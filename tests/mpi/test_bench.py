@@ -40,9 +40,17 @@ def test_latency_and_allreduce_native_and_bridged(tmp_path):
         for mode in ("native", "bridged"):
             assert r[mode]["value"] > 0 and r[mode]["iters"] >= 1, r
         assert r["ratio"] == pytest.approx(r["bridged"]["value"] / r["native"]["value"])
+    # point-to-point also has the plain-MPI baseline between two jobs
+    for size in (8, 65536):
+        r = got["latency", size]
+        assert r["across"]["value"] > 0, r
+        assert r["ratio_across"] == pytest.approx(r["bridged"]["value"] / r["across"]["value"])
+    assert "across" not in got["allreduce", 8]
     runs = {(x["mode"], x["group"]): x for x in doc["runs"]}
-    assert set(runs) == {("native", "p2p"), ("bridged", "p2p"), ("native", "world"),
-                         ("bridged", "world")}
+    assert set(runs) == {("native", "p2p"), ("across", "p2p"), ("bridged", "p2p"),
+                         ("native", "world"), ("bridged", "world")}
+    assert runs["across", "p2p"]["worker"]["across_jobs"] is True
+    assert runs["across", "p2p"]["worker"]["size"] == 2
     assert all(x["status"] == "ok" for x in runs.values())
     assert runs["bridged", "p2p"]["worker"]["bridged"] is True
     assert runs["native", "world"]["worker"]["bridged"] is False
@@ -51,6 +59,7 @@ def test_latency_and_allreduce_native_and_bridged(tmp_path):
     assert env["mpi_library"].startswith("MPICH") and env["cpu_count"] >= 1
     # the tables went to stdout
     assert "# mmpi-bench latency:" in p.stdout and "# mmpi-bench allreduce:" in p.stdout
+    assert "Bridged/Across" in p.stdout
 
 
 @pytest.mark.timeout(120)

@@ -46,21 +46,24 @@ def test_plan_specs_defaults_sizes_and_float_reductions():
     assert full == "bcast=" + ",".join(str(1 << i) for i in range(21))
 
 
-def test_plan_runs_native_then_bridged_per_group():
+def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
     specs = cli.plan_specs(["latency", "allreduce", "pairs"], (8,))
     runs = cli.plan_runs(specs, 3, 2, ("--reps", "3"), mmpi_run=RUN, mpiexec="/bin/mpiexec",
                          python=PY)
     assert [(r.mode, r.group) for r in runs] == [
-        ("native", "p2p"), ("bridged", "p2p"), ("native", "world"), ("bridged", "world")]
+        ("native", "p2p"), ("across", "p2p"), ("bridged", "p2p"), ("native", "world"),
+        ("bridged", "world")]
     worker = (PY, "-m", "mmpi.bench.worker")
     assert runs[0].argv == ("/bin/mpiexec", "-n", "2", *worker, "--low", "1", "--reps", "3",
                             "latency=8")
-    assert runs[1].argv == (*RUN, "--low", "1", "--high", "1", *worker, "--low", "1",
+    assert runs[1].argv == (PY, "-m", "mmpi.bench.across", "/bin/mpiexec", *worker, "--low",
+                            "1", "--reps", "3", "latency=8")
+    assert runs[2].argv == (*RUN, "--low", "1", "--high", "1", *worker, "--low", "1",
                             "--reps", "3", "latency=8")
-    assert runs[2].argv == ("/bin/mpiexec", "-n", "5", *worker, "--low", "3", "--reps", "3",
+    assert runs[3].argv == ("/bin/mpiexec", "-n", "5", *worker, "--low", "3", "--reps", "3",
                             "allreduce=8", "pairs=8")
-    assert runs[3].argv[:5] == (*RUN, "--low", "3", "--high", "2")
-    assert runs[3].specs == ("allreduce=8", "pairs=8")
+    assert runs[4].argv[:5] == (*RUN, "--low", "3", "--high", "2")
+    assert runs[4].specs == ("allreduce=8", "pairs=8")
 
 
 def test_plan_runs_skips_empty_groups():

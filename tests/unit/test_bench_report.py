@@ -147,3 +147,18 @@ def test_plots_are_written(rows, tmp_path):
                      "ratios.png"]
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_across_jobs_baseline_gets_its_own_column_and_ratio():
+    rows = report.merge({"native": NATIVE, "bridged": BRIDGED,
+                         "across": [rec("bw", 4 << 20, 6000.0, unit="MB/s")]})
+    bw = row(rows, "bw", 4 << 20)
+    assert bw["ratio_across"] == pytest.approx(0.5) and bw["ratio"] == pytest.approx(0.25)
+    assert "across" not in row(rows, "latency", 8)
+    text = report.format_tables(rows)
+    bw_table = text[text.index("# mmpi-bench bw:"):].split("\n\n")[0]
+    assert "Across jobs" in bw_table and "Bridged/Across" in bw_table
+    assert bw_table.splitlines()[-1].split() == ["4194304", "12000.00", "6000.00", "3000.00",
+                                                 "0.25", "0.50"]
+    latency_table = text[text.index("# mmpi-bench latency:"):].split("\n\n")[0]
+    assert "Across" not in latency_table
