@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import socket
+import textwrap
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -251,9 +252,10 @@ def write_plots(rows: Sequence[dict], directory: str | os.PathLike[str],
         bench = BENCHES.get(name)
         ax.set_title(f"{name}: {bench.title if bench else name}", fontsize=9)
         layout = (layouts or {}).get(_group(name))
-        if layout:
-            fig.text(0.01, 0.01, layout, fontsize=7, color="0.4")
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        note = textwrap.wrap(layout or "", 120)
+        if note:
+            fig.text(0.01, 0.01, "\n".join(note), fontsize=7, color="0.4")
+        fig.tight_layout(rect=(0, 0.025 * (len(note) + 0.5), 1, 1))
         path = out / plot_name(name)
         fig.savefig(path, dpi=110)
         plt.close(fig)
