@@ -136,6 +136,34 @@ elif rank == size - 1:
     check(np.array_equal(small, payload(0, size - 1, 10, 5)), "late small")
     check(np.array_equal(big, payload(0, size - 1, 2_500_000, 5)), "late large")
 
+# 7b. unexpected large messages land in spare buffers that the engine reuses once copied out;
+# a pickled object received from one keeps it (it must never be handed out again)
+sizes = (300_000, 400_000, 300_000, 500_000)
+if rank == 0:
+    for k, n in enumerate(sizes):
+        comm.Send(payload(0, size - 1, n, 40 + k), size - 1, 40 + k)
+elif rank == size - 1:
+    time.sleep(0.2)
+    for k, n in enumerate(sizes):
+        got = np.empty(n, np.uint8)
+        comm.Recv(got, 0, 40 + k)
+        check(np.array_equal(got, payload(0, size - 1, n, 40 + k)), f"unexpected large {k}")
+comm.Barrier()
+obj = {"a": np.arange(40_000, dtype="f8"), "tag": 46}
+if rank == 0:
+    comm.send(obj, size - 1, 46)
+    for k in (47, 48):
+        comm.Send(payload(0, size - 1, 300_000, k), size - 1, k)
+elif rank == size - 1:
+    time.sleep(0.2)
+    got_obj = comm.recv(source=0, tag=46)
+    for k in (47, 48):
+        got = np.empty(300_000, np.uint8)
+        comm.Recv(got, 0, k)
+        check(np.array_equal(got, payload(0, size - 1, 300_000, k)), f"reused spare {k}")
+    check(got_obj["tag"] == 46 and np.array_equal(got_obj["a"], obj["a"]),
+          "pickled object from a spare buffer stays intact")
+
 # 8. send to self, PROC_NULL, Waitany/Testall
 r = comm.Irecv(buf := np.empty(3, "i4"), rank, 30)
 comm.Send(np.array([1, 2, 3], "i4"), rank, 30)
