@@ -73,6 +73,15 @@ class _Ctx:
         return self.e.isend(self.k, memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)),
                             dest, tag, pickled=True)
 
+    def recv_sized(self, source: int, tag: int, op: str) -> Request:
+        """Receive bytes of a size the sender decides; see `received`."""
+        return self.e.irecv(self.k, None, source, tag, op)
+
+    @staticmethod
+    def received(req: Request) -> memoryview:
+        """The bytes a completed `recv_sized` request brought."""
+        return memoryview(req._obj).cast("B")
+
     def recv_obj(self, source: int, tag: int, op: str) -> Request:
         return self.e.irecv(self.k, None, source, tag, op, pickled=True)
 
@@ -94,6 +103,16 @@ class _Ctx:
                 f"of size {self.n}"
             )
         return self.e.layout.locate(int(root))
+
+
+def _pack(c: _Ctx, slot: int, blocks: list) -> memoryview:
+    """Concatenate byte blocks into scratch buffer `slot`."""
+    out = c.tmp(slot, sum(len(b) for b in blocks))
+    pos = 0
+    for b in blocks:
+        out[pos:pos + len(b)] = b
+        pos += len(b)
+    return out
 
 
 def _op(op, name: str) -> MPI.Op:
@@ -307,7 +326,9 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
     c = _Ctx(comm)
     rv = as_vector(recvbuf, c.n, writable=True, op="Alltoallv")
     if sendbuf is IN_PLACE:
-        sv = Vector(memoryview(bytearray(rv.base)), rv.counts, rv.displs, rv.dt, rv.extent)
+        copy = c.tmp(4, len(rv.base))
+        copy[:] = rv.base
+        sv = Vector(copy, rv.counts, rv.displs, rv.dt, rv.extent)
     else:
         sv = as_vector(sendbuf, c.n, writable=False, op="Alltoallv")
     se, re_ = sv.extent, rv.extent
@@ -319,37 +340,47 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
     local = c.L.Ialltoallv([sv.base, (sc, sd), _BYTE], [rv.base, (rcn, rd), _BYTE])
     # Cross-cluster blocks: pack, gather sizes and bytes at the leader, one exchange each way.
     mycounts = np.array([sv.nbytes(c.oo + j) for j in range(c.no)], np.int64)
-    packed = b"".join(bytes(sv.block(c.oo + j)) for j in range(c.no))
+    packed = _pack(c, 0, [sv.block(c.oo + j) for j in range(c.no)])
     if c.leader:
         allcounts = np.empty((c.nl, c.no), np.int64)
         c.wait(c.L.Igather([mycounts, _I64], [allcounts, _I64], 0))
         totals = allcounts.sum(axis=1)
-        mine = bytearray(int(totals.sum()))
-        c.wait(c.L.Igatherv([packed, _BYTE], [mine, (list(map(int, totals)), None), _BYTE], 0))
-        theirc = np.empty((c.no, c.nl), np.int64)  # [their rank][my rank]
-        r1 = c.recv(theirc, c.peer, T_ALLTOALLV, "Alltoallv")
-        s1 = c.send(allcounts, c.peer, T_ALLTOALLV)
-        c.wait(r1, s1)
-        theirs = bytearray(int(theirc.sum()))
-        r2 = c.recv(theirs, c.peer, T_ALLTOALLV, "Alltoallv")
-        s2 = c.send(mine, c.peer, T_ALLTOALLV)
-        c.wait(r2, s2)
+        # One message each way: this cluster's count matrix, then the blocks it describes.
+        head = allcounts.nbytes
+        mine = c.tmp(1, head + int(totals.sum()))
+        mine[:head] = allcounts.tobytes()
+        c.wait(c.L.Igatherv([packed, _BYTE],
+                            [mine[head:], (list(map(int, totals)), None), _BYTE], 0))
+        r = c.recv_sized(c.peer, T_ALLTOALLV, "Alltoallv")
+        c.wait(r, c.send(mine, c.peer, T_ALLTOALLV))
+        msg = c.received(r)
+        head = c.no * c.nl * 8
+        theirc = np.frombuffer(msg[:head], np.int64).reshape(c.no, c.nl)  # [their j][my i]
+        theirs = msg[head:]
+        if len(msg) < head or int(theirc.sum()) != len(theirs):
+            raise UsageError(f"Alltoallv: mismatched arguments: the {c.other} cluster sent "
+                             f"{len(msg)} bytes that do not match its own counts")
         # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
         starts = np.concatenate(([0], np.cumsum(theirc.ravel())))[:-1].reshape(c.no, c.nl)
-        per = [b"".join(bytes(theirs[starts[j, i]:starts[j, i] + theirc[j, i]])
-                        for j in range(c.no)) for i in range(c.nl)]
+        runs = c.tmp(2, len(theirs))
+        pos = 0
+        for i in range(c.nl):
+            for j in range(c.no):
+                n = int(theirc[j, i])
+                runs[pos:pos + n] = theirs[starts[j, i]:starts[j, i] + n]
+                pos += n
         colc = np.ascontiguousarray(theirc.T)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
-        sizes = [len(p) for p in per]
-        mine_in = bytearray(sizes[0])
-        c.wait(c.L.Iscatterv([b"".join(per), (sizes, None), _BYTE], [mine_in, _BYTE], 0))
+        sizes = [int(x) for x in colc.sum(axis=1)]
+        mine_in = c.tmp(3, sizes[0])
+        c.wait(c.L.Iscatterv([runs, (sizes, None), _BYTE], [mine_in, _BYTE], 0))
     else:
         c.wait(c.L.Igather([mycounts, _I64], None, 0))
         c.wait(c.L.Igatherv([packed, _BYTE], None, 0))
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter(None, [cnt_for_me, _I64], 0))
-        mine_in = bytearray(int(cnt_for_me.sum()))
+        mine_in = c.tmp(3, int(cnt_for_me.sum()))
         c.wait(c.L.Iscatterv(None, [mine_in, _BYTE], 0))
     pos = 0
     for j in range(c.no):
@@ -410,7 +441,7 @@ def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     if rc == c.me:
         c.wait(c.L.Igather(sb.spec, None, rl))
     elif c.leader:
-        part = bytearray(sb.nbytes * c.nl)
+        part = c.tmp(0, sb.nbytes * c.nl)
         c.wait(c.L.Igather(sb.spec, [part, _BYTE], 0))
         c.wait(c.send(part, root, T_GATHER))
     else:
@@ -440,7 +471,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         sizes = np.empty(c.no, np.int64)
         r1 = c.recv(sizes, c.peer, T_GATHERV, "Gatherv")
         c.wait(r1)
-        data = bytearray(int(sizes.sum()))
+        data = c.tmp(0, int(sizes.sum()))
         r2 = c.recv(data, c.peer, T_GATHERV, "Gatherv")
         c.wait(native, r2)
         pos = 0
@@ -458,7 +489,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     elif c.leader:
         sizes = np.empty(c.nl, np.int64)
         c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], [sizes, _I64], 0))
-        data = bytearray(int(sizes.sum()))
+        data = c.tmp(0, int(sizes.sum()))
         c.wait(c.L.Igatherv([sb.view, _BYTE], [data, (list(map(int, sizes)), None), _BYTE], 0))
         c.wait(c.send(sizes, root, T_GATHERV))
         c.wait(c.send(data, root, T_GATHERV))
@@ -490,11 +521,11 @@ def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     if rc == c.me:
         c.wait(c.L.Iscatter(None, [rb.view, _BYTE], rl))
     elif c.leader:
-        part = bytearray(rb.nbytes * c.nl + 1)  # spare byte: a larger block is caught below
+        part = c.tmp(0, rb.nbytes * c.nl + 1)  # spare byte: a larger block is caught below
         r = c.recv(part, root, T_SCATTER, "Scatter")
         c.wait(r)
         _same_size("Scatter", "blocks", rb.nbytes * c.nl, r.nbytes, c)
-        c.wait(c.L.Iscatter([memoryview(part)[:-1], _BYTE], [rb.view, _BYTE], 0))
+        c.wait(c.L.Iscatter([part[:-1], _BYTE], [rb.view, _BYTE], 0))
     else:
         c.wait(c.L.Iscatter(None, [rb.view, _BYTE], 0))
 
@@ -506,7 +537,7 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         sv = as_vector(sendbuf, c.n, writable=False, op="Scatterv")
         ext = sv.extent
         sizes = np.array([sv.nbytes(c.oo + j) for j in range(c.no)], np.int64)
-        packed = b"".join(bytes(sv.block(c.oo + j)) for j in range(c.no))
+        packed = _pack(c, 0, [sv.block(c.oo + j) for j in range(c.no)])
         s1 = c.send(sizes, c.peer, T_SCATTERV)
         s2 = c.send(packed, c.peer, T_SCATTERV)
         cnt = [sv.counts[c.o + j] * ext for j in range(c.nl)]
@@ -522,7 +553,7 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     elif c.leader:
         sizes = np.empty(c.nl, np.int64)
         c.wait(c.recv(sizes, root, T_SCATTERV, "Scatterv"))
-        data = bytearray(int(sizes.sum()))
+        data = c.tmp(0, int(sizes.sum()))
         c.wait(c.recv(data, root, T_SCATTERV, "Scatterv"))
         c.wait(c.L.Iscatterv([data, (list(map(int, sizes)), None), _BYTE], [rb.view, _BYTE], 0))
     else:
@@ -595,9 +626,9 @@ def allgatherv(comm: Comm, sendbuf, recvbuf) -> None:
         [as_typed(sendbuf, writable=False, op="Allgatherv").view, _BYTE]
     c.wait(c.L.Iallgatherv(sspec, [rv.base, (cnt, dsp), _BYTE]))
     total = sum(rv.nbytes(c.oo + j) for j in range(c.no))
-    theirs = bytearray(total)
+    theirs = c.tmp(0, total)
     if c.leader:
-        mine = b"".join(bytes(rv.block(c.o + j)) for j in range(c.nl))
+        mine = _pack(c, 1, [rv.block(c.o + j) for j in range(c.nl)])
         r = c.recv(theirs, c.peer, T_ALLGATHERV, "Allgatherv")
         c.wait(r, c.send(mine, c.peer, T_ALLGATHERV))
         _same_size("Allgatherv", "blocks", total, r.nbytes, c)
@@ -641,18 +672,18 @@ def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
                 f"Reduce_scatter_block on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                 f"expected {c.n} blocks of the receive buffer's {blk}"
             )
-    full = bytearray(sb.nbytes) if c.leader else None
-    full_spec = sb.like(memoryview(full)) if c.leader else None
+    full = c.tmp(0, sb.nbytes) if c.leader else None
+    full_spec = sb.like(full) if c.leader else None
     c.wait(_ireduce(c, sb.spec, full_spec, op, 0, sb))
     if c.leader:
-        fv = memoryview(full)
+        fv = full
         mine = Typed(fv[c.o * blk:(c.o + c.nl) * blk], c.nl * blk // sb.extent, sb.dt, sb.extent)
-        theirs = bytearray(c.nl * blk)
+        theirs = c.tmp(1, c.nl * blk)
         r = c.recv(theirs, c.peer, T_RSB, "Reduce_scatter_block")
         s = c.send(fv[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_RSB)
         c.wait(r, s)
         _same_size("Reduce_scatter_block", "data for it", len(theirs), r.nbytes, c)
-        _combine(op, mine, memoryview(theirs), c.me == "low")
+        _combine(op, mine, theirs, c.me == "low")
         c.wait(c.L.Iscatter([mine.view, _BYTE], [out, _BYTE], 0))
     else:
         c.wait(c.L.Iscatter(None, [out, _BYTE], 0))
@@ -668,8 +699,8 @@ def scan(comm: Comm, sendbuf, recvbuf, op, exclusive: bool) -> None:
     if c.me == "low":
         if exclusive:
             # The low cluster's total goes to the high cluster: an inclusive scan gives it.
-            incl = bytearray(rb.nbytes)
-            c.wait(c.L.Iscan(data.spec, rb.like(memoryview(incl)), op))
+            incl = c.tmp(0, rb.nbytes)
+            c.wait(c.L.Iscan(data.spec, rb.like(incl), op))
             c.wait(c.L.Iexscan(IN_PLACE if sb is None else sb.spec, rb.spec, op))
             last = incl
         else:
@@ -678,12 +709,12 @@ def scan(comm: Comm, sendbuf, recvbuf, op, exclusive: bool) -> None:
         if c.lrank == c.nl - 1:
             c.wait(c.send(last, c.peer, T_SCAN))
         return
-    total = bytearray(rb.nbytes)
+    total = c.tmp(1, rb.nbytes)
     if c.leader:
         c.wait(c.recv(total, c.o - 1, T_SCAN, name))
     if exclusive:
-        part = bytearray(rb.nbytes)
-        c.wait(c.L.Iexscan(data.spec, rb.like(memoryview(part)), op))
+        part = c.tmp(2, rb.nbytes)
+        c.wait(c.L.Iexscan(data.spec, rb.like(part), op))
     else:
         c.wait(c.L.Iscan(IN_PLACE if sb is None else sb.spec, rb.spec, op))
     c.wait(c.L.Ibcast([total, _BYTE], 0))
@@ -691,7 +722,7 @@ def scan(comm: Comm, sendbuf, recvbuf, op, exclusive: bool) -> None:
         if c.leader:
             rb.view[:] = total
         else:
-            op.Reduce_local(rb.like(memoryview(total)), rb.like(memoryview(part)))
+            op.Reduce_local(rb.like(total), rb.like(part))
             rb.view[:] = part
     else:
-        op.Reduce_local(rb.like(memoryview(total)), rb.spec)  # low total op my prefix
+        op.Reduce_local(rb.like(total), rb.spec)  # low total op my prefix

@@ -13,7 +13,7 @@ K = 5
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("op,low_high,high_low", [
     ("barrier", 1, 1), ("bcast-low", 1, 0), ("bcast-high", 0, 1), ("reduce", 0, 1),
-    ("allreduce", 1, 1), ("alltoall", 1, 1), ("alltoallv", 2, 2), ("allgather", 1, 1),
+    ("allreduce", 1, 1), ("alltoall", 1, 1), ("alltoallv", 1, 1), ("allgather", 1, 1),
     ("gather", 0, 1), ("scatter", 1, 0),
 ])
 @pytest.mark.parametrize("low,high", [(2, 2), (3, 2)])
