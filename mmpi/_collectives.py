@@ -115,6 +115,17 @@ def _pack(c: _Ctx, slot: int, blocks: list) -> memoryview:
     return out
 
 
+def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx) -> tuple[np.ndarray, memoryview]:
+    """Split a message of k int64 block sizes followed by the blocks."""
+    head = 8 * k
+    sizes = np.frombuffer(msg[:head], np.int64) if len(msg) >= head else np.zeros(k, np.int64)
+    data = msg[head:]
+    if len(msg) < head or int(sizes.sum()) != len(data):
+        raise UsageError(f"{op}: mismatched arguments: rank {c.rank} received {len(msg)} bytes "
+                         f"that do not hold {k} block sizes and their blocks")
+    return sizes, data
+
+
 def _op(op, name: str) -> MPI.Op:
     if not isinstance(op, MPI.Op) or op == MPI.OP_NULL:
         raise UsageError(f"{name}: expected an MPI.Op such as MPI.SUM, got {op!r}")
@@ -353,13 +364,8 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
                             [mine[head:], (list(map(int, totals)), None), _BYTE], 0))
         r = c.recv_sized(c.peer, T_ALLTOALLV, "Alltoallv")
         c.wait(r, c.send(mine, c.peer, T_ALLTOALLV))
-        msg = c.received(r)
-        head = c.no * c.nl * 8
-        theirc = np.frombuffer(msg[:head], np.int64).reshape(c.no, c.nl)  # [their j][my i]
-        theirs = msg[head:]
-        if len(msg) < head or int(theirc.sum()) != len(theirs):
-            raise UsageError(f"Alltoallv: mismatched arguments: the {c.other} cluster sent "
-                             f"{len(msg)} bytes that do not match its own counts")
+        theirc, theirs = _sized_blocks(c.received(r), c.no * c.nl, "Alltoallv", c)
+        theirc = theirc.reshape(c.no, c.nl)  # [their j][my i]
         # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
         starts = np.concatenate(([0], np.cumsum(theirc.ravel())))[:-1].reshape(c.no, c.nl)
         runs = c.tmp(2, len(theirs))
@@ -468,12 +474,9 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
             native = c.L.Igatherv(IN_PLACE, [rv.base, (cnt, dsp), _BYTE], rl)
         else:
             native = c.L.Igatherv([sspec[0], _BYTE], [rv.base, (cnt, dsp), _BYTE], rl)
-        sizes = np.empty(c.no, np.int64)
-        r1 = c.recv(sizes, c.peer, T_GATHERV, "Gatherv")
-        c.wait(r1)
-        data = c.tmp(0, int(sizes.sum()))
-        r2 = c.recv(data, c.peer, T_GATHERV, "Gatherv")
-        c.wait(native, r2)
+        r = c.recv_sized(c.peer, T_GATHERV, "Gatherv")
+        c.wait(native, r)
+        sizes, data = _sized_blocks(c.received(r), c.no, "Gatherv", c)
         pos = 0
         for j in range(c.no):
             want, got = rv.nbytes(c.oo + j), int(sizes[j])
@@ -489,10 +492,12 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     elif c.leader:
         sizes = np.empty(c.nl, np.int64)
         c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], [sizes, _I64], 0))
-        data = c.tmp(0, int(sizes.sum()))
-        c.wait(c.L.Igatherv([sb.view, _BYTE], [data, (list(map(int, sizes)), None), _BYTE], 0))
-        c.wait(c.send(sizes, root, T_GATHERV))
-        c.wait(c.send(data, root, T_GATHERV))
+        # One message: the block sizes, then the blocks.
+        msg = c.tmp(0, sizes.nbytes + int(sizes.sum()))
+        msg[:sizes.nbytes] = sizes.tobytes()
+        c.wait(c.L.Igatherv([sb.view, _BYTE],
+                            [msg[sizes.nbytes:], (list(map(int, sizes)), None), _BYTE], 0))
+        c.wait(c.send(msg, root, T_GATHERV))
     else:
         c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], None, 0))
         c.wait(c.L.Igatherv([sb.view, _BYTE], None, 0))
@@ -537,24 +542,24 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         sv = as_vector(sendbuf, c.n, writable=False, op="Scatterv")
         ext = sv.extent
         sizes = np.array([sv.nbytes(c.oo + j) for j in range(c.no)], np.int64)
-        packed = _pack(c, 0, [sv.block(c.oo + j) for j in range(c.no)])
-        s1 = c.send(sizes, c.peer, T_SCATTERV)
-        s2 = c.send(packed, c.peer, T_SCATTERV)
+        # One message: the block sizes, then the blocks.
+        msg = _pack(c, 0, [memoryview(sizes).cast("B")]
+                    + [sv.block(c.oo + j) for j in range(c.no)])
+        s = c.send(msg, c.peer, T_SCATTERV)
         cnt = [sv.counts[c.o + j] * ext for j in range(c.nl)]
         dsp = [sv.displs[c.o + j] * ext for j in range(c.nl)]
         rspec = IN_PLACE if recvbuf is IN_PLACE else \
             [as_typed(recvbuf, writable=True, op="Scatterv").view, _BYTE]
         c.wait(c.L.Iscatterv([sv.base, (cnt, dsp), _BYTE], rspec, rl))
-        c.wait(s1, s2)
+        c.wait(s)
         return
     rb = as_typed(recvbuf, writable=True, op="Scatterv")
     if rc == c.me:
         c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], rl))
     elif c.leader:
-        sizes = np.empty(c.nl, np.int64)
-        c.wait(c.recv(sizes, root, T_SCATTERV, "Scatterv"))
-        data = c.tmp(0, int(sizes.sum()))
-        c.wait(c.recv(data, root, T_SCATTERV, "Scatterv"))
+        r = c.recv_sized(root, T_SCATTERV, "Scatterv")
+        c.wait(r)
+        sizes, data = _sized_blocks(c.received(r), c.nl, "Scatterv", c)
         c.wait(c.L.Iscatterv([data, (list(map(int, sizes)), None), _BYTE], [rb.view, _BYTE], 0))
     else:
         c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], 0))

@@ -14,7 +14,7 @@ K = 5
 @pytest.mark.parametrize("op,low_high,high_low", [
     ("barrier", 1, 1), ("bcast-low", 1, 0), ("bcast-high", 0, 1), ("reduce", 0, 1),
     ("allreduce", 1, 1), ("alltoall", 1, 1), ("alltoallv", 1, 1), ("allgather", 1, 1),
-    ("gather", 0, 1), ("scatter", 1, 0),
+    ("gather", 0, 1), ("scatter", 1, 0), ("gatherv", 0, 1), ("scatterv", 1, 0),
 ])
 @pytest.mark.parametrize("low,high", [(2, 2), (3, 2)])
 def test_messages_across_the_zipper_per_call(bridged, op, low_high, high_low, low, high):

@@ -30,6 +30,12 @@ for _ in range(k):
         comm.Allgather(np.ones(n), np.zeros(n * size))
     elif op == "gather":
         comm.Gather(np.ones(n), np.zeros(n * size) if rank == 0 else None, root=0)
+    elif op == "gatherv":
+        comm.Gatherv(np.ones(n), [np.zeros(n * size), [n] * size] if rank == 0 else None,
+                     root=0)
+    elif op == "scatterv":
+        comm.Scatterv([np.ones(n * size), [n] * size] if rank == 0 else None, np.zeros(n),
+                      root=0)
     elif op == "scatter":
         comm.Scatter(np.ones(n * size) if rank == 0 else None, np.zeros(n), root=0)
     else:
