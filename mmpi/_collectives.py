@@ -79,8 +79,14 @@ class _Ctx:
 
     @staticmethod
     def received(req: Request) -> memoryview:
-        """The bytes a completed `recv_sized` request brought."""
+        """The bytes a completed `recv_sized` request brought (until `release`)."""
         return memoryview(req._obj).cast("B")
+
+    @staticmethod
+    def release(req: Request) -> None:
+        """The bytes of a `recv_sized` request are no longer needed."""
+        req._obj = None
+        req._release()
 
     def recv_obj(self, source: int, tag: int, op: str) -> Request:
         return self.e.irecv(self.k, None, source, tag, op, pickled=True)
@@ -376,6 +382,8 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
                 runs[pos:pos + n] = theirs[starts[j, i]:starts[j, i] + n]
                 pos += n
         colc = np.ascontiguousarray(theirc.T)
+        del theirc, theirs
+        c.release(r)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
         sizes = [int(x) for x in colc.sum(axis=1)]
@@ -485,6 +493,8 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
                                  f"expects {want}")
             rv.block(c.oo + j)[:got] = data[pos:pos + got]
             pos += got
+        del sizes, data
+        c.release(r)
         return
     sb = as_typed(sendbuf, writable=False, op="Gatherv")
     if rc == c.me:
@@ -561,6 +571,8 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         c.wait(r)
         sizes, data = _sized_blocks(c.received(r), c.nl, "Scatterv", c)
         c.wait(c.L.Iscatterv([data, (list(map(int, sizes)), None), _BYTE], [rb.view, _BYTE], 0))
+        del sizes, data
+        c.release(r)
     else:
         c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], 0))
 

@@ -299,6 +299,7 @@ class Engine:
         req.source, req.tag, req.nbytes = m.source, m.tag, m.nbytes
         if recv.view is None:
             req._obj = m.data
+            req._spare = m.spare
             req._start(m.natives, more=m.more)
             return
         if m.nbytes > len(recv.view):
@@ -340,7 +341,7 @@ class Engine:
             recv = ctx.queues.arrive(m)
             if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
                 target = recv.view  # straight into the user's buffer
-            elif recv is None and not env.flags & P.F_STRIPED:
+            elif not env.flags & P.F_STRIPED:  # unexpected, or wanted whole (view None)
                 m.spare = self._take_spare(env.nbytes)
                 target = memoryview(m.spare)
             else:

@@ -21,7 +21,8 @@ class Request:
 
     __slots__ = (
         "_engine", "_natives", "_matched", "_done", "_finish", "_error", "_keep",
-        "source", "tag", "nbytes", "_obj", "_pickled", "_consumed", "_more", "__weakref__",
+        "source", "tag", "nbytes", "_obj", "_pickled", "_consumed", "_more", "_spare",
+        "__weakref__",
     )
 
     def __init__(self, engine, *, matched: bool = True, pickled: bool = False) -> None:
@@ -36,6 +37,7 @@ class Request:
         self.tag = MPI.ANY_TAG
         self.nbytes = 0
         self._obj = None
+        self._spare = None  # the engine's spare buffer under _obj, given back once read
         self._pickled = pickled
         self._consumed = False
         self._more: Callable[[], bool] | None = None  # e.g. stripes still to arrive
@@ -87,8 +89,16 @@ class Request:
         self._consumed = True
         if self._pickled:
             data, self._obj = self._obj, None
-            return None if data is None else pickle.loads(data)
+            obj = None if data is None else pickle.loads(data)
+            self._release()
+            return obj
         return None
+
+    def _release(self) -> None:
+        """Give a spare receive buffer back to the engine (its bytes are no longer needed)."""
+        if self._spare is not None:
+            spare, self._spare = self._spare, None
+            self._engine._give_spare(spare)
 
     # -- mpi4py API ----------------------------------------------------------------------
     def Test(self, status: MPI.Status | None = None) -> bool:
