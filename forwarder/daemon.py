@@ -27,11 +27,11 @@ from ._relay import Link, Relay
 DEFAULT_CHUNK = 1 << 20
 DEFAULT_EAGER_MAX = 32 << 10
 # Chunk buffers per direction, and at most this many per transfer. Small on purpose: a pool
-# that stays in cache. Measured with mmpi-bench on 2 cores, 1+1 ranks, 4 MiB, back-to-back
-# runs: 16 buffers / 8 per transfer gave bw 4.3-5.6 GB/s and bibw 4.6-5.6; 4 / 2 gave bw
-# 6.4-7.4 and bibw 7.4-8.2, and 2+2 allreduce of 1 MiB 1.5-2.3 ms against 2.5-2.9 ms.
-# Two transfers can always move at once, as before (a receiver that does not drain holds at
-# most DEFAULT_DEPTH buffers).
+# that stays in cache. Measured with mmpi-bench on 2 cores, 4 MiB messages, three alternating
+# runs each: 16 buffers / 8 per transfer gave bw 2.9-4.8 GB/s, bibw 4.3-4.6, two concurrent
+# pairs 4.0-4.5; 4 / 2 gave bw 4.9-6.9, bibw 6.6-7.0, two pairs 5.5-5.9. (Messages of one
+# chunk, e.g. the leaders' 1 MiB allreduce exchange, do not depend on it.) Two transfers can
+# always move at once, as before; a receiver that does not drain holds at most DEFAULT_DEPTH.
 DEFAULT_POOL = 4
 DEFAULT_DEPTH = 2
 # Seconds a connected process has to prove it belongs to the job.
