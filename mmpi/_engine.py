@@ -110,8 +110,9 @@ class _Reassembly:
         self._forget()
         return True
 
-_SCRATCH_MAX = 64 << 20
-_SPARE_BYTES = 64 << 20  # kept at most for unexpected large messages
+
+_SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
+_SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
 
 
 class Context:
@@ -374,11 +375,12 @@ class Engine:
         raise ProtocolError(f"rank {self.vrank}: unexpected control tag {tag} from the forwarder")
 
     def _take_spare(self, nbytes: int) -> bytearray:
-        """A buffer for a large message that arrived before its receive was posted.
+        """A buffer for a large forwarded message that cannot go straight into a user buffer.
 
-        Fresh buffers are slow (see `scratch`): in bidirectional 4 MiB streams, allocating
-        them took 40% of a rank's time. One of at most twice the size is reused, else a new
-        one is made.
+        That is one that arrived before its receive was posted, or whose receive takes it
+        whole (pickled objects, collectives' sized crossings). Fresh buffers are slow (see
+        `scratch`): in bidirectional 4 MiB streams, allocating them took 40% of a rank's time.
+        One of at most twice the size is reused, else a new one is made.
         """
         for i, buf in enumerate(self._spares):
             if nbytes <= len(buf) <= 2 * nbytes:
