@@ -26,7 +26,7 @@ class Bench:
     """One benchmark as the driver and the report see it."""
 
     name: str
-    group: str  # "p2p": 2 ranks (bridged 1+1); "world": low+high ranks
+    group: str  # "p2p": 2 ranks (bridged 1+1); "world": low+high ranks; "pairs": N+N ranks
     unit: str  # "us" (time, lower is better) or "MB/s" (bandwidth, higher is better)
     sizes: tuple[int, ...]  # default message sizes in bytes; () for a size-less benchmark
     title: str
@@ -70,9 +70,9 @@ BENCHES: dict[str, Bench] = {
               "Netgauge 1:n, vrank 0 sends to every high rank, each acks; time per round"),
         Bench("n:1", "world", "us", PATTERN_SIZES,
               "Netgauge n:1, every high rank sends to vrank 0, which acks; time per round"),
-        Bench("pairs", "world", "MB/s", PAIR_SIZES,
+        Bench("pairs", "pairs", "MB/s", PAIR_SIZES,
               "concurrent cross-cluster pairs (low i -> high i, osu_bw each), aggregate bandwidth"),
     )
 }
 
-GROUPS = ("p2p", "world")
+GROUPS = ("p2p", "world", "pairs")

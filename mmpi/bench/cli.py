@@ -1,9 +1,10 @@
 """mmpi-bench: run each benchmark natively and bridged, one job after the other, and compare.
 
-The driver never touches MPI itself. It plans up to five jobs of ``python -m mmpi.bench.worker``
+The driver never touches MPI itself. It plans up to seven jobs of ``python -m mmpi.bench.worker``
 - point-to-point benchmarks on 2 native ranks, on two one-rank jobs joined by Comm_connect (the
-native across-jobs baseline, see across.py), then bridged on 1+1; the rest on low+high native
-ranks, then bridged on low+high - runs them strictly one at a time (concurrent jobs would share
+native across-jobs baseline, see across.py), then bridged on 1+1; concurrent pairs on 2N native
+ranks, then bridged on N+N (--pairs); the rest on low+high native ranks, then bridged on
+low+high - runs them strictly one at a time (concurrent jobs would share
 the same cores and measure each other), reads the ``MMPI-BENCH`` lines from their output, and
 reports tables, optionally JSON and PNG plots.
 
@@ -40,6 +41,8 @@ from ._catalog import BENCHES, GROUPS, MARKER
 
 PROG = "mmpi-bench"
 DEFAULT_TIMEOUT = 1200.0
+# Issue 5's target is the aggregate bandwidth of 4 concurrent cross pairs against one pair.
+DEFAULT_PAIRS = 4
 _STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL for a job that overran
 _ENV_DROP = ("MMPI_RENDEZVOUS", "MMPI_CLUSTER")  # a worker must not think it was bridged
 
@@ -99,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Run MPI benchmarks natively (one mpiexec job) and bridged (mmpi-run, "
         "across the zipper) one after the other, and report both with their ratio.",
         epilog=f"Benchmarks: {names}. Point-to-point ones (latency, bw, bibw) run on 2 native "
-        "ranks and on 1+1 bridged ranks; the others on low+high ranks both ways.",
+        "ranks and on 1+1 bridged ranks; pairs on --pairs ranks per side (1 to N concurrent "
+        "pairs); the others on low+high ranks both ways.",
     )
     p.add_argument("benchmarks", nargs="*", metavar="BENCH", help="benchmarks to run")
     p.add_argument("--all", action="store_true", help="run every benchmark")
@@ -109,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="forwarders in bridged runs (default 1)")
     p.add_argument("--high", type=_positive_int, default=2, metavar="N",
                    help="ranks in the high cluster (default 2)")
+    p.add_argument("--pairs", type=_positive_int, default=DEFAULT_PAIRS, metavar="N",
+                   help="ranks per cluster of the pairs benchmark, which measures 1 to N "
+                   f"concurrent cross-cluster pairs (default {DEFAULT_PAIRS})")
     p.add_argument("--sizes", type=parse_sizes, metavar="LIST",
                    help="message sizes instead of the defaults, e.g. 8,64K,1M")
     p.add_argument("--iters-scale", type=_positive_float, default=1.0, metavar="F",
@@ -213,8 +220,8 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
         raise BenchError("nothing to run with these sizes")
     mmpi_run = [*_mmpi_run_cmd(), "--forwarders", str(args.forwarders)]
     runs = plan_runs(specs, args.low, args.high, worker_args(args),
-                     mmpi_run=mmpi_run, mpiexec=_mpiexec())
-    layouts = describe_layouts(args.low, args.high, args.forwarders)
+                     mmpi_run=mmpi_run, mpiexec=_mpiexec(), pairs=args.pairs)
+    layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs)
     if args.dry_run:
         for run in runs:
             print(f"# {run.mode} {run.group}\n{' '.join(run.argv)}")
@@ -265,7 +272,8 @@ def _report(args: argparse.Namespace, argv: list[str], outcomes: list[Outcome],
     if args.json:
         doc = report.document(
             rows, env, layouts=layouts,
-            settings={"low": args.low, "high": args.high, "sizes": args.sizes,
+            settings={"low": args.low, "high": args.high, "pairs": args.pairs,
+                      "sizes": args.sizes,
                       "target_ms": args.target_ms, "reps": args.reps,
                       "iters_scale": args.iters_scale, "max_iters": args.max_iters,
                       "timeout": args.timeout, "window": _first(outcomes, "window")},
@@ -311,17 +319,19 @@ def worker_args(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str], *,
-              mmpi_run: Sequence[str], mpiexec: str, python: str = sys.executable) -> list[Run]:
+              mmpi_run: Sequence[str], mpiexec: str, python: str = sys.executable,
+              pairs: int = DEFAULT_PAIRS) -> list[Run]:
     """Return the jobs to run, in order: for each group, native first, then bridged.
 
     Point-to-point also gets the native baseline across two jobs, between those two.
     """
     runs = []
+    shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs)}
     for group in GROUPS:
         mine = tuple(s for n, s in specs.items() if BENCHES[n].group == group)
         if not mine:
             continue
-        a, b = (1, 1) if group == "p2p" else (low, high)
+        a, b = shapes[group]
         worker = (python, "-m", "mmpi.bench.worker", "--low", str(a), *options, *mine)
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *worker), mine))
         if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
@@ -332,15 +342,19 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     return runs
 
 
-def describe_layouts(low: int, high: int, forwarders: int = 1) -> dict[str, str]:
+def describe_layouts(low: int, high: int, forwarders: int = 1,
+                     pairs: int = DEFAULT_PAIRS) -> dict[str, str]:
     """One line per group saying which ranks the two figures come from."""
     fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
+    fwds = f"{forwarders} forwarder{'s' if forwarders > 1 else ''}"
     return {
         "p2p": f"native: 2 ranks of one mpiexec job; across jobs: 2 one-rank mpiexec jobs "
                f"joined by Comm_connect; bridged: 1+1 ranks through {fwd} "
                "(vrank 0 <-> vrank 1)",
         "world": f"native: {low + high} ranks of one mpiexec job; bridged: {low} low + {high} "
-                 f"high ranks and {forwarders} forwarder{'s' if forwarders > 1 else ''}",
+                 f"high ranks and {fwds}",
+        "pairs": f"native: {2 * pairs} ranks of one mpiexec job; bridged: {pairs} low + "
+                 f"{pairs} high ranks and {fwds}; pair i is low rank i -> high rank i",
     }
 
 

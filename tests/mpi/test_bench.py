@@ -66,9 +66,10 @@ def test_latency_and_allreduce_native_and_bridged(tmp_path):
 def test_patterns_and_plots(tmp_path):
     pytest.importorskip("matplotlib")
     p = run_bench("barrier", "1:n", "pairs", "--sizes", "1K", "--iters-scale", "0.02",
-                  "--plot", str(tmp_path / "plots"), timeout=100)
+                  "--pairs", "2", "--plot", str(tmp_path / "plots"), timeout=100)
     assert p.returncode == 0, p.stdout + p.stderr
     pairs = p.stdout.split("# mmpi-bench pairs:")[1].splitlines()
     assert [ln.split()[0] for ln in pairs[4:6]] == ["1", "2"]  # 1 and 2 pairs on 2+2
+    assert "bridged: 2 low + 2 high ranks" in pairs[1], pairs[:3]
     assert sorted(x.name for x in (tmp_path / "plots").iterdir()) == [
         "1_to_n.png", "barrier.png", "pairs.png", "ratios.png"]

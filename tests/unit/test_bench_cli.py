@@ -52,7 +52,7 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
                          python=PY)
     assert [(r.mode, r.group) for r in runs] == [
         ("native", "p2p"), ("across", "p2p"), ("bridged", "p2p"), ("native", "world"),
-        ("bridged", "world")]
+        ("bridged", "world"), ("native", "pairs"), ("bridged", "pairs")]
     worker = (PY, "-m", "mmpi.bench.worker")
     assert runs[0].argv == ("/bin/mpiexec", "-n", "2", *worker, "--low", "1", "--reps", "3",
                             "latency=8")
@@ -61,9 +61,16 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
     assert runs[2].argv == (*RUN, "--low", "1", "--high", "1", *worker, "--low", "1",
                             "--reps", "3", "latency=8")
     assert runs[3].argv == ("/bin/mpiexec", "-n", "5", *worker, "--low", "3", "--reps", "3",
-                            "allreduce=8", "pairs=8")
+                            "allreduce=8")
     assert runs[4].argv[:5] == (*RUN, "--low", "3", "--high", "2")
-    assert runs[4].specs == ("allreduce=8", "pairs=8")
+    assert runs[4].specs == ("allreduce=8",)
+    # concurrent pairs have their own layout: --pairs ranks on each side (default 4)
+    assert runs[5].argv == ("/bin/mpiexec", "-n", "8", *worker, "--low", "4", "--reps", "3",
+                            "pairs=8")
+    assert runs[6].argv[:5] == (*RUN, "--low", "4", "--high", "4")
+    small = cli.plan_runs(specs, 3, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY,
+                          pairs=2)
+    assert small[6].argv[:5] == (*RUN, "--low", "2", "--high", "2")
 
 
 def test_plan_runs_skips_empty_groups():
