@@ -196,12 +196,15 @@ class Forwarder:
         # even after its send is done. (Seen as a forwarder stuck in Disconnect after a job.)
         MPI.Request.Waitall(pending)
 
-    # Chosen by measurement on 2 cores (1+1 ranks, medians of 4 runs of benchmarks/p2p_bench.py):
-    # one thread per direction 42 us (8 B one-way) / 2.9 GB/s (4 MiB) / 3.1 GB/s (4 MiB both
-    # ways); one thread for both 40 us / 3.2 / 3.3; a second thread woken only for bulk
-    # traffic 47 us / 2.7 / 2.8. The differences are within run-to-run noise here (the
-    # ranks and the relay threads share two cores), so the default stays the simple full-duplex
-    # design: a thread per direction. MMPI_FWD_THREADS=1 selects the shared thread.
+    # Measured on 2 cores, 1+1 ranks. An earlier session (4 runs of benchmarks/p2p_bench.py):
+    # a thread per direction 42 us (8 B one-way) / 2.9 GB/s (4 MiB) / 3.1 GB/s (both ways), one
+    # shared thread 40 us / 3.2 / 3.3, within noise. Later (4 alternating runs of mmpi-bench,
+    # medians): a thread per direction 34 us [26-38] / 6.7 GB/s / 7.6 GB/s, a shared thread
+    # 25 us [23-35] / 7.5 / 7.2, collectives on 2+2 the same within noise. The bare-mpi4py
+    # relay of benchmarks/floor shows the cause: 23-38 us one-way with a thread per direction,
+    # 12-15 us with one, i.e. the GIL handed between two polling threads. The default stays a
+    # thread per direction, the design issue 2 asks for (each direction served by its own
+    # thread); MMPI_FWD_THREADS=1 selects the shared thread for latency-bound jobs.
     def _serve_single(self) -> None:
         """Both directions from one thread (for comparison: no concurrency, no GIL handoffs)."""
         busy = Backoff()

@@ -11,6 +11,8 @@
  *                               relay and a fan-out (mmpi's scheme), all polling with yield
  *   floor exchange ITERS BYTES  2 ranks + relay: both ranks send BYTES to each other via the
  *                               relay at once; time per exchange
+ *   floor stream WINDOWS BYTES  2 ranks + relay: windows of 16 messages one way, an ack per
+ *                               window (osu_bw's pattern); MB/s. stream-direct: no relay
  *
  * Build: mpicc -O2 -o floor floor.c (mpicc comes with the mpich wheel). Run: see run.sh.
  */
@@ -112,6 +114,33 @@ int main(int argc, char **argv) {
       t = (MPI_Wtime() - t0) / iters;
     }
     (void)other;
+  } else if (!strcmp(mode, "stream") || !strcmp(mode, "stream-direct")) {
+    /* rank 0 streams BYTES-sized messages to the last rank (via the relay unless direct),
+     * WINDOW in flight, and the last rank acks each window: osu_bw's pattern. */
+    int bytes = atoi(argv[3]), relayed = !strcmp(mode, "stream");
+    int last = size - 1, via0 = relayed ? 1 : last, via1 = relayed ? 1 : 0;
+    enum { WINDOW = 16 };
+    int windows = iters, warm = 5;
+    if (relayed && rank == 1) {
+      relay(0, last, (long)(windows + warm) * (WINDOW + 1), bytes);
+    } else if (rank == 0 || rank == last) {
+      char *buf = calloc(bytes, 1), ack = 0;
+      MPI_Request q[WINDOW];
+      for (int w = 0; w < windows + warm; w++) {
+        if (w == warm) t0 = MPI_Wtime();
+        if (rank == 0) {
+          for (int j = 0; j < WINDOW; j++) MPI_Isend(buf, bytes, MPI_BYTE, via0, TAG, MPI_COMM_WORLD, &q[j]);
+          for (int j = 0; j < WINDOW; j++) wait_req(&q[j]);
+          wait_msg(&ack, 1, via0, MPI_COMM_WORLD, &st);
+        } else {
+          for (int j = 0; j < WINDOW; j++) wait_msg(buf, bytes, via1, MPI_COMM_WORLD, &st);
+          MPI_Send(&ack, 1, MPI_BYTE, via1, TAG, MPI_COMM_WORLD);
+        }
+      }
+      t = (MPI_Wtime() - t0) / ((double)windows * WINDOW * bytes) * 1e6; /* s per MB */
+      free(buf);
+    }
+    if (rank == 0) { printf("C %s on %d processes: %.0f MB/s\n", mode, size, 1.0 / t); MPI_Barrier(MPI_COMM_WORLD); MPI_Finalize(); return 0; }
   } else if (!strcmp(mode, "exchange")) {
     int bytes = atoi(argv[3]);
     if (rank == 1) {
