@@ -153,11 +153,27 @@ class Relay(threading.Thread):
             self.bytes += env.nbytes
         elif tag == P.T_BYE:
             self._byes += 1
+            colls = P.decode_control(buf, ("colls",))["colls"] if count else None
+            self._announce_left(self.src.offset + source, colls)
         else:
             raise ProtocolError(
                 f"rank {self.src.offset + source} of cluster {self.src.cluster!r} "
                 f"sent unknown control tag {tag}"
             )
+
+    def _announce_left(self, vrank: int, colls: int | None) -> None:
+        """Tell every rank of both clusters that `vrank` has finished (protocol T_LEFT).
+
+        MPI reports nothing when a rank leaves early (say `raise SystemExit(3)` while the
+        others sit in a Barrier): its goodbye waits for theirs, theirs never comes, and the
+        job hangs. With this notice the ranks still waiting for it can fail instead.
+        """
+        body = bytearray(P.encode_control(rank=vrank, colls=colls))
+        for link in (self.src, self.dst):
+            for r in range(link.size):
+                self._inflight.append(link.ctrl.Isend([body, _BYTE], r, P.T_LEFT))
+                self._inflight_bufs.append(body)
+                self._inflight_bytes += len(body)
 
     def _dst_local(self, dst: int, source: int) -> int:
         local = dst - self.dst.offset

@@ -47,9 +47,10 @@ class _Ctx:
     __slots__ = ("e", "k", "L", "me", "other", "o", "nl", "oo", "no", "n", "lrank", "rank",
                  "leader", "peer")
 
-    def __init__(self, comm: Comm) -> None:
+    def __init__(self, comm: Comm, op: str) -> None:
         e = comm._engine
         e.check()
+        e.enter_collective(op)
         self.e, self.k = e, comm._coll
         self.L = self.k.comm
         lay = e.layout
@@ -188,7 +189,7 @@ _NOTHING = memoryview(bytearray(0))
 
 # -- bcast ------------------------------------------------------------------------------------
 def bcast(comm: Comm, buf, root: int) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Bcast")
     rc, rl = c.root(root, "Bcast")
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
     if rc == c.me:
@@ -203,7 +204,7 @@ def bcast(comm: Comm, buf, root: int) -> None:
 
 
 def bcast_obj(comm: Comm, obj, root: int):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "bcast")
     rc, rl = c.root(root, "bcast")
     if rc == c.me:
         x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else None
@@ -218,7 +219,7 @@ def bcast_obj(comm: Comm, obj, root: int):
 
 # -- reduce / allreduce -------------------------------------------------------------------------
 def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Reduce")
     rc, rl = c.root(root, "Reduce")
     op = _op(op, "Reduce")
     if c.rank == root:
@@ -246,7 +247,7 @@ def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
 
 
 def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Allreduce")
     op = _op(op, "Allreduce")
     rb = as_typed(recvbuf, writable=True, op="Allreduce")
     sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Allreduce")
@@ -271,7 +272,7 @@ def _obj_op(op):
 
 
 def reduce_obj(comm: Comm, obj, op, root: int):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "reduce")
     rc, rl = c.root(root, "reduce")
     op = _obj_op(op)
     if rc == c.me:
@@ -287,7 +288,7 @@ def reduce_obj(comm: Comm, obj, op, root: int):
 
 
 def allreduce_obj(comm: Comm, obj, op):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "allreduce")
     op = _obj_op(op)
     part = c.L.reduce(obj, op, 0)
     if c.leader:
@@ -300,7 +301,7 @@ def allreduce_obj(comm: Comm, obj, op):
 
 # -- alltoall ---------------------------------------------------------------------------------
 def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Alltoall")
     rb = as_typed(recvbuf, writable=True, op="Alltoall")
     if sendbuf is IN_PLACE:
         sview = c.tmp(2, rb.nbytes)
@@ -340,7 +341,7 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
 
 
 def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Alltoallv")
     rv = as_vector(recvbuf, c.n, writable=True, op="Alltoallv")
     if sendbuf is IN_PLACE:
         copy = c.tmp(4, len(rv.base))
@@ -410,7 +411,7 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
 
 
 def alltoall_obj(comm: Comm, objs):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "alltoall")
     objs = list(objs)
     if len(objs) != c.n:
         raise UsageError(f"alltoall: rank {c.rank} passed {len(objs)} objects for {c.n} ranks")
@@ -432,7 +433,7 @@ def alltoall_obj(comm: Comm, objs):
 
 # -- gather / scatter -------------------------------------------------------------------------
 def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Gather")
     rc, rl = c.root(root, "Gather")
     if c.rank == root:
         rb = as_typed(recvbuf, writable=True, op="Gather")
@@ -469,7 +470,7 @@ def _check_block(op: str, c: _Ctx, have: int, blk: int) -> None:
 
 
 def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Gatherv")
     rc, rl = c.root(root, "Gatherv")
     if c.rank == root:
         rv = as_vector(recvbuf, c.n, writable=True, op="Gatherv")
@@ -514,7 +515,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
 
 
 def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Scatter")
     rc, rl = c.root(root, "Scatter")
     if c.rank == root:
         sb = as_typed(sendbuf, writable=False, op="Scatter")
@@ -546,7 +547,7 @@ def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
 
 
 def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Scatterv")
     rc, rl = c.root(root, "Scatterv")
     if c.rank == root:
         sv = as_vector(sendbuf, c.n, writable=False, op="Scatterv")
@@ -578,7 +579,7 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
 
 
 def gather_obj(comm: Comm, obj, root: int):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "gather")
     rc, rl = c.root(root, "gather")
     if rc == c.me:
         part = c.L.gather(obj, rl)
@@ -593,7 +594,7 @@ def gather_obj(comm: Comm, obj, root: int):
 
 
 def scatter_obj(comm: Comm, objs, root: int):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "scatter")
     rc, rl = c.root(root, "scatter")
     if rc == c.me:
         mine = None
@@ -611,7 +612,7 @@ def scatter_obj(comm: Comm, objs, root: int):
 
 # -- allgather --------------------------------------------------------------------------------
 def allgather(comm: Comm, sendbuf, recvbuf) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Allgather")
     rb = as_typed(recvbuf, writable=True, op="Allgather")
     if rb.count % c.n:
         raise BufferError_(f"Allgather on rank {c.rank}: receive buffer of {rb.nbytes} bytes "
@@ -634,7 +635,7 @@ def allgather(comm: Comm, sendbuf, recvbuf) -> None:
 
 
 def allgatherv(comm: Comm, sendbuf, recvbuf) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Allgatherv")
     rv = as_vector(recvbuf, c.n, writable=True, op="Allgatherv")
     ext = rv.extent
     cnt = [rv.counts[c.o + j] * ext for j in range(c.nl)]
@@ -658,7 +659,7 @@ def allgatherv(comm: Comm, sendbuf, recvbuf) -> None:
 
 
 def allgather_obj(comm: Comm, obj):
-    c = _Ctx(comm)
+    c = _Ctx(comm, "allgather")
     part = c.L.allgather(obj)
     theirs = None
     if c.leader:
@@ -671,7 +672,7 @@ def allgather_obj(comm: Comm, obj):
 
 # -- reduce_scatter_block / scan / exscan -----------------------------------------------------
 def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
-    c = _Ctx(comm)
+    c = _Ctx(comm, "Reduce_scatter_block")
     op = _op(op, "Reduce_scatter_block")
     rb = as_typed(recvbuf, writable=True, op="Reduce_scatter_block")
     if sendbuf is IN_PLACE:
@@ -708,7 +709,7 @@ def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
 
 def scan(comm: Comm, sendbuf, recvbuf, op, exclusive: bool) -> None:
     name = "Exscan" if exclusive else "Scan"
-    c = _Ctx(comm)
+    c = _Ctx(comm, name)
     op = _op(op, name)
     rb = as_typed(recvbuf, writable=True, op=name)
     sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op=name)

@@ -13,6 +13,9 @@ Rule 2: a local message is left inside MPI (as an `MPI.Message` handle) until a 
         matches it, then received straight into the user's buffer: no extra copy.
 Rule 3: a forwarded large message is received chunk by chunk straight into the user's buffer
         when the receive is already posted; otherwise into a spare buffer, reused afterwards.
+Rule 4: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
+        for ever: a collective it never entered (counted by `enter_collective`), a receive from
+        it that nothing has matched a grace period later. MPI itself would hang there.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from . import protocol as P
 from ._backoff import Backoff
 from ._matching import MatchQueues
 from ._topology import Layout
-from .errors import ForwarderLost, ProtocolError, StateError, TruncationError
+from .errors import ForwarderLost, ProtocolError, RankGone, StateError, TruncationError
 from .request import Request
 
 _BYTE = MPI.BYTE
@@ -112,6 +115,9 @@ class _Reassembly:
 
 
 _SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
+# Seconds a receive from a rank that has left may still wait: its last messages may still be
+# on their way (a local one, say, while the forwarder's notice overtook it).
+_GONE_GRACE = 1.0
 _SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
 
 
@@ -154,6 +160,11 @@ class Engine:
         self._spares: list[bytearray] = []
         self._status = MPI.Status()
         self._bye_acks = 0
+        # Ranks that have said goodbye: vrank -> (collective calls they made, when we heard).
+        self.gone: dict[int, tuple[int | None, float]] = {}
+        self.colls = 0  # collective calls this rank has entered
+        self._coll_op = ""
+        self._closing = False
         self.finalized = False
         self.broken: BaseException | None = None
         # Liveness: the forwarder sends a heartbeat every protocol.HEARTBEAT seconds; MPI here
@@ -221,7 +232,38 @@ class Engine:
                 if recv is not None:
                     self._deliver_local(recv, m)
                 did = True
+        if self.gone and not self._closing:
+            self._check_gone()
         return did
+
+    def enter_collective(self, op: str) -> None:
+        """Count a collective call (all ranks make the same ones, in the same order)."""
+        self.colls += 1
+        self._coll_op = op
+        if self.gone:
+            self._check_gone()
+
+    def _check_gone(self) -> None:
+        """Fail what waits for a rank that has left: see protocol T_LEFT."""
+        now = time.monotonic()
+        for rank, (colls, when) in self.gone.items():
+            if colls is not None and colls < self.colls:
+                raise RankGone(
+                    f"{self._coll_op} on rank {self.vrank}: rank {rank} has already finalized "
+                    f"(or exited) after {colls} collective call(s); this is call "
+                    f"{self.colls}, which it will never join"
+                )
+            if now - when < _GONE_GRACE:
+                continue
+            for ctx in self._ctx_list:
+                for recv in [r for r in ctx.queues.posted if r.source == rank]:
+                    ctx.queues.cancel(recv)
+                    recv.req._start([])
+                    recv.req._fail(RankGone(
+                        f"{recv.op} on rank {self.vrank}: rank {rank} has already finalized "
+                        f"(or exited) and sent nothing that matches this receive "
+                        f"(tag {recv.tag if recv.tag is not None else 'ANY_TAG'})"
+                    ))
 
     def wait_for(self, ready: Callable[[], bool]) -> None:
         """Progress until `ready()` holds, backing off while nothing happens."""
@@ -369,6 +411,11 @@ class Engine:
             return
         if tag == P.T_PING:
             return
+        if tag == P.T_LEFT:
+            body = P.decode_control(buf, ("rank", "colls"))
+            if body["rank"] != self.vrank:
+                self.gone.setdefault(body["rank"], (body["colls"], time.monotonic()))
+            return
         if tag == P.T_BYE_ACK:
             self._bye_acks += 1
             return
@@ -476,9 +523,11 @@ class Engine:
             # The bridge is gone: a clean goodbye would wait forever. End this cluster's job.
             print(f"mmpi: {self.broken}; aborting", file=sys.stderr, flush=True)
             self.local.Abort(1)
+        self._closing = True
         pending = self._sends
         self.wait_for(lambda: all([r._poll() for r in pending]))
-        self.wait_all([ctrl.Isend([b"", _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
+        bye = P.encode_control(colls=self.colls)
+        self.wait_all([ctrl.Isend([bye, _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
         self.wait_for(lambda: self._bye_acks == self.nfwd)
         left = sum(len(c.queues.unexpected) for c in self._ctx_list)
         if left:

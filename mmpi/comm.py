@@ -265,6 +265,7 @@ class Comm:
         """
         e = self._engine
         e.check()
+        e.enter_collective("Barrier")
         coll = self._coll
         e.wait_all([coll.comm.Ibarrier()])
         if e.local_rank == 0:

@@ -31,6 +31,10 @@ class StateError(MMPIError, RuntimeError):
     """An operation was attempted in the wrong state (after Finalize, on a freed request...)."""
 
 
+class RankGone(StateError):
+    """A rank this operation needs has already finalized or exited: it can never complete."""
+
+
 class BridgeError(MMPIError, RuntimeError):
     """The bridge itself failed: lost forwarder, lost cluster, start-up failure."""
 
@@ -51,6 +55,7 @@ __all__ = [
     "BufferError_",
     "TruncationError",
     "StateError",
+    "RankGone",
     "BridgeError",
     "ForwarderLost",
     "ProtocolError",

@@ -34,9 +34,12 @@ T_EAGER = 1  # envelope + payload
 T_LARGE = 2  # envelope only; chunks follow on the data channel
 T_HELLO = 10  # cluster root -> forwarder: job secret, cluster name, size
 T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link parameters
-T_BYE = 12  # rank -> forwarder: I have finished sending
+T_BYE = 12  # rank -> forwarder: I have finished sending; body: {colls} (see T_LEFT)
 T_BYE_ACK = 13  # forwarder -> rank: everybody finished, you may disconnect
 T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
+T_LEFT = 16  # forwarder -> every rank: a rank said BYE; body: {rank, colls}, where colls is the
+#              number of collective calls it made, so a rank stuck in a later one knows it is
+#              waiting for somebody who will never come
 
 HEARTBEAT = 1.0  # seconds between forwarder heartbeats
 LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much silence

@@ -1,8 +1,8 @@
 """floor.c in Python: the same relayed paths with bare mpi4py, no mmpi (see floor.c's comment).
 
 `mpiexec -n N python floor.py MODE ITERS [BYTES]`, MODE as in floor.c or `native-barrier`
-(mpi4py's own Comm.Barrier: mmpi-bench's native baseline). THREADS=2 in the environment makes the relay
-serve each direction from its own thread, as mmpi's forwarder does by default.
+(mpi4py's own Comm.Barrier: mmpi-bench's native baseline). THREADS=2 in the environment makes
+the relay serve each direction from its own thread, as mmpi's forwarder does by default.
 """
 
 import os
@@ -24,6 +24,7 @@ _yield = os.sched_yield
 
 
 def wait_msg(buf, src):
+    """Receive the next message from `src` into `buf`, yielding the CPU while none is there."""
     while (m := comm.improbe(src, TAG)) is None:
         _yield()
     m.Recv(buf)
@@ -47,6 +48,7 @@ def relay_loop(sources, peer, count, nbytes):
 
 
 def relay(a, b, count, nbytes):
+    """Relay `count` messages between ranks a and b, from one thread or one per direction."""
     peer = {a: b, b: a}
     if os.environ.get("THREADS") == "2":
         ts = [threading.Thread(target=relay_loop, args=(s, peer, count // 2, nbytes))

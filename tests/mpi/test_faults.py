@@ -1,6 +1,7 @@
 """A failure anywhere ends the whole bridged job loudly and promptly, with no orphans."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,12 +25,12 @@ def _no_orphans(marker: str) -> None:
     assert not _leftovers(marker), f"processes left behind:\n{_leftovers(marker)}"
 
 
-def _bridged_fault(mode: str, victim: int, timeout: float = 60):
+def _bridged_fault(mode: str, victim: int, timeout: float = 60, prog: str = "faults.py"):
     from launch.runner import _paths_in_use, _shm_files
 
     marker = f"fault-{uuid.uuid4().hex[:10]}"
     cmd = [*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable,
-           str(PROGS / "faults.py"), mode, str(victim), marker]
+           str(PROGS / prog), mode, str(victim), marker]
     before = _shm_files()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -59,6 +60,43 @@ def test_rank_that_exits_nonzero_ends_the_job():
     assert p.returncode == 3, out
     assert took < 20, f"took {took:.1f} s"
     assert "rank 1 (low:1) called sys.exit(3) before the job finished" in out, out
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize(("mode", "victim", "waiter", "what"), [
+    # `raise SystemExit(3)` bypasses the sys.exit hook: before the forwarder's notice that a
+    # rank has left, the others waited in the Barrier for ever
+    ("system-exit", 3, 1, "Barrier on rank 1: rank 3 has already finalized (or exited) "
+                          "after 0 collective call(s); this is call 1"),
+    ("return", 2, 3, "Bcast on rank 3: rank 2 has already finalized (or exited) after 1 "
+                     "collective call(s); this is call 2"),
+    ("recv", 0, 1, "Recv on rank 1: rank 0 has already finalized (or exited) and sent "
+                   "nothing that matches this receive (tag 7)"),
+])
+def test_rank_that_leaves_early_fails_who_waits_for_it(mode, victim, waiter, what):
+    p, took, marker = _bridged_fault(mode, victim, prog="left_early.py")
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    assert took < 20, f"took {took:.1f} s"
+    assert f"rank {waiter} " in out and "raised mmpi.errors.RankGone" in out, out
+    assert what in out, out
+    # it never got past the wait (the prog's line for that)
+    assert not re.search(rf"rank {waiter}: (left a|finished a|received what)", out), out
+    _no_orphans(marker)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("victim", [0, 3])
+def test_rank_that_finishes_early_is_no_error(victim):
+    """Leaving early is fine when nobody needs you any more (no false alarm)."""
+    p, took, marker = _bridged_fault("finish-early", victim, prog="left_early.py")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    others = [r for r in range(4) if r != victim]
+    for r in others:
+        assert f"rank {r}: finished after rank {victim}" in out, out
+    assert "RankGone" not in out, out
     _no_orphans(marker)
 
 

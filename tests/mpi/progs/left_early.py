@@ -1,0 +1,54 @@
+"""A rank leaves while others still need it: `python left_early.py MODE VRANK MARKER`.
+
+Modes:
+  system-exit     VRANK runs `raise SystemExit(3)` (which no sys.exit hook sees) at once; the
+                  others enter a Barrier. They must fail with RankGone instead of hanging.
+  return          VRANK's program just ends after one Bcast; the others call a second Bcast.
+  recv            VRANK's program ends at once; vrank 1 (or 2) waits for a message from it.
+  finish-early    correct program: VRANK sends one message to every other rank and ends; the
+                  others receive it late, then talk among themselves by point-to-point and
+                  end. Must succeed.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from mmpi import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+mode, victim = sys.argv[1], int(sys.argv[2])
+buf = np.zeros(4)
+
+if mode == "system-exit":
+    if rank == victim:
+        raise SystemExit(3)
+    comm.Barrier()
+    print(f"rank {rank}: left a Barrier that rank {victim} never entered", flush=True)
+elif mode == "return":
+    comm.Bcast(buf, root=0)
+    if rank != victim:
+        comm.Bcast(buf, root=0)
+        print(f"rank {rank}: finished a Bcast without rank {victim}", flush=True)
+elif mode == "recv":
+    waiter = 1 if victim != 1 else 2
+    if rank == waiter:
+        comm.Recv(buf, source=victim, tag=7)
+        print(f"rank {rank}: received what rank {victim} never sent", flush=True)
+elif mode == "finish-early":
+    if rank == victim:
+        for r in range(size):
+            if r != victim:
+                comm.Send(np.full(4, float(r)), r, 5)
+    else:
+        time.sleep(2.0)  # well after the notice that `victim` has left
+        comm.Recv(buf, source=victim, tag=5)
+        assert buf[0] == rank, buf
+        others = [r for r in range(size) if r != victim]
+        nxt = others[(others.index(rank) + 1) % len(others)]
+        prv = others[(others.index(rank) - 1) % len(others)]
+        comm.Sendrecv(np.full(4, float(rank)), nxt, 6, buf, prv, 6)
+        assert buf[0] == prv, buf
+        print(f"rank {rank}: finished after rank {victim}", flush=True)
