@@ -245,25 +245,35 @@ class Engine:
 
     def _check_gone(self) -> None:
         """Fail what waits for a rank that has left: see protocol T_LEFT."""
-        now = time.monotonic()
-        for rank, (colls, when) in self.gone.items():
+        for rank, (colls, _) in self.gone.items():
             if colls is not None and colls < self.colls:
                 raise RankGone(
                     f"{self._coll_op} on rank {self.vrank}: rank {rank} has already finalized "
                     f"(or exited) after {colls} collective call(s); this is call "
                     f"{self.colls}, which it will never join"
                 )
-            if now - when < _GONE_GRACE:
-                continue
-            for ctx in self._ctx_list:
-                for recv in [r for r in ctx.queues.posted if r.source == rank]:
-                    ctx.queues.cancel(recv)
-                    recv.req._start([])
-                    recv.req._fail(RankGone(
-                        f"{recv.op} on rank {self.vrank}: rank {rank} has already finalized "
-                        f"(or exited) and sent nothing that matches this receive "
-                        f"(tag {recv.tag if recv.tag is not None else 'ANY_TAG'})"
-                    ))
+        settled = time.monotonic() - _GONE_GRACE  # notices older than this: nothing in flight
+        # An ANY_SOURCE receive can only be doomed once every other rank has gone.
+        last = max(w for _, w in self.gone.values())
+        everyone = len(self.gone) >= self.layout.size - 1 and last <= settled
+        for ctx in self._ctx_list:
+            for recv in list(ctx.queues.posted):
+                if recv.source is None:
+                    if not everyone:
+                        continue
+                    who = "every other rank has"
+                else:
+                    left = self.gone.get(recv.source)
+                    if left is None or left[1] > settled:
+                        continue
+                    who = f"rank {recv.source} has"
+                ctx.queues.cancel(recv)
+                recv.req._start([])
+                recv.req._fail(RankGone(
+                    f"{recv.op} on rank {self.vrank}: {who} already finalized (or exited) and "
+                    "sent nothing that matches this receive "
+                    f"(tag {recv.tag if recv.tag is not None else 'ANY_TAG'})"
+                ))
 
     def wait_for(self, ready: Callable[[], bool]) -> None:
         """Progress until `ready()` holds, backing off while nothing happens."""

@@ -73,6 +73,8 @@ def test_rank_that_exits_nonzero_ends_the_job():
                      "collective call(s); this is call 2"),
     ("recv", 0, 1, "Recv on rank 1: rank 0 has already finalized (or exited) and sent "
                    "nothing that matches this receive (tag 7)"),
+    ("recv-any", 0, 1, "Recv on rank 1: every other rank has already finalized (or exited) "
+                       "and sent nothing that matches this receive (tag ANY_TAG)"),
 ])
 def test_rank_that_leaves_early_fails_who_waits_for_it(mode, victim, waiter, what):
     p, took, marker = _bridged_fault(mode, victim, prog="left_early.py")

@@ -5,6 +5,7 @@ Modes:
                   others enter a Barrier. They must fail with RankGone instead of hanging.
   return          VRANK's program just ends after one Bcast; the others call a second Bcast.
   recv            VRANK's program ends at once; vrank 1 (or 2) waits for a message from it.
+  recv-any        every rank but 1 ends at once; vrank 1 waits for a message from anyone.
   finish-early    correct program: VRANK sends one message to every other rank and ends; the
                   others receive it late, then talk among themselves by point-to-point and
                   end. Must succeed.
@@ -37,6 +38,11 @@ elif mode == "recv":
     if rank == waiter:
         comm.Recv(buf, source=victim, tag=7)
         print(f"rank {rank}: received what rank {victim} never sent", flush=True)
+elif mode == "recv-any":
+    if rank == 1:
+        st = MPI.Status()
+        comm.Recv(buf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+        print(f"rank {rank}: received what nobody sent", flush=True)
 elif mode == "finish-early":
     if rank == victim:
         for r in range(size):
