@@ -116,8 +116,9 @@ class _Reassembly:
 
 _SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
 # Seconds a receive from a rank that has left may still wait: its last messages may still be
-# on their way (a local one, say, while the forwarder's notice overtook it).
-_GONE_GRACE = 1.0
+# on their way (a local one, say, or one routed through another forwarder than the first
+# notice), and a loaded 2-core machine can hold a process off the CPU for a while.
+_GONE_GRACE = 3.0
 _SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
 
 

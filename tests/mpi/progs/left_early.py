@@ -49,7 +49,7 @@ elif mode == "finish-early":
             if r != victim:
                 comm.Send(np.full(4, float(r)), r, 5)
     else:
-        time.sleep(2.0)  # well after the notice that `victim` has left
+        time.sleep(4.0)  # past the notice that `victim` has left and its grace period
         comm.Recv(buf, source=victim, tag=5)
         assert buf[0] == rank, buf
         others = [r for r in range(size) if r != victim]
