@@ -15,7 +15,8 @@ Rule 3: a forwarded large message is received chunk by chunk straight into the u
         when the receive is already posted; otherwise into a spare buffer, reused afterwards.
 Rule 4: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never entered (counted by `enter_collective`), a receive from
-        it that nothing has matched a grace period later. MPI itself would hang there.
+        it that nothing has matched a grace period later (from any source, once every other
+        rank has left). MPI itself would hang there. (A Probe for it still waits.)
 """
 
 from __future__ import annotations
