@@ -16,7 +16,7 @@ Rule 3: a forwarded large message is received chunk by chunk straight into the u
 Rule 4: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never entered (counted by `enter_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
-        rank has left). MPI itself would hang there. (A Probe for it still waits.)
+        rank has left), a Probe likewise. MPI itself would hang there.
 """
 
 from __future__ import annotations
@@ -254,21 +254,11 @@ class Engine:
                     f"(or exited) after {colls} collective call(s); this is call "
                     f"{self.colls}, which it will never join"
                 )
-        settled = time.monotonic() - _GONE_GRACE  # notices older than this: nothing in flight
-        # An ANY_SOURCE receive can only be doomed once every other rank has gone.
-        last = max(w for _, w in self.gone.values())
-        everyone = len(self.gone) >= self.layout.size - 1 and last <= settled
         for ctx in self._ctx_list:
             for recv in list(ctx.queues.posted):
-                if recv.source is None:
-                    if not everyone:
-                        continue
-                    who = "every other rank has"
-                else:
-                    left = self.gone.get(recv.source)
-                    if left is None or left[1] > settled:
-                        continue
-                    who = f"rank {recv.source} has"
+                who = self.doomed(recv.source)
+                if who is None:
+                    continue
                 ctx.queues.cancel(recv)
                 recv.req._start([])
                 recv.req._fail(RankGone(
@@ -276,6 +266,23 @@ class Engine:
                     "sent nothing that matches this receive "
                     f"(tag {recv.tag if recv.tag is not None else 'ANY_TAG'})"
                 ))
+
+    def doomed(self, source: int | None) -> str | None:
+        """Who has left for good if a message from `source` (None: any) can no longer come.
+
+        Only once the notice is a grace period old: its last messages may still be arriving.
+        """
+        if not self.gone:
+            return None
+        settled = time.monotonic() - _GONE_GRACE
+        if source is not None:
+            left = self.gone.get(source)
+            return f"rank {source} has" if left is not None and left[1] <= settled else None
+        # An ANY_SOURCE wait is hopeless only once every other rank has gone.
+        if (len(self.gone) >= self.layout.size - 1
+                and max(w for _, w in self.gone.values()) <= settled):
+            return "every other rank has"
+        return None
 
     def wait_for(self, ready: Callable[[], bool]) -> None:
         """Progress until `ready()` holds, backing off while nothing happens."""

@@ -10,7 +10,7 @@ from . import _collectives as C
 from ._buffers import as_view
 from ._engine import Context, Engine
 from ._topology import Layout
-from .errors import RankError, TagError
+from .errors import RankError, RankGone, TagError
 from .request import Request, completed
 
 ANY_SOURCE = MPI.ANY_SOURCE
@@ -195,12 +195,19 @@ class Comm:
             return True
         q = self._p2p.queues
         found = []
+        e = self._engine
 
         def ready() -> bool:
             m = q.peek(src, want)
             if m is not None:
                 found.append(m)
-            return m is not None
+                return True
+            who = e.doomed(src)
+            if who is not None:
+                raise RankGone(f"Probe on rank {self._rank}: {who} already finalized (or "
+                               "exited) and sent nothing that matches this probe (tag "
+                               f"{want if want is not None else 'ANY_TAG'})")
+            return False
 
         self._engine.wait_for(ready)
         m = found[0]

@@ -73,6 +73,8 @@ def test_rank_that_exits_nonzero_ends_the_job():
                         "collective call(s); this is call 2"),
     ("recv", 0, (1,), "Recv on rank {w}: rank 0 has already finalized (or exited) and sent "
                       "nothing that matches this receive (tag 7)"),
+    ("probe", 3, (1,), "Probe on rank {w}: rank 3 has already finalized (or exited) and "
+                       "sent nothing that matches this probe (tag 7)"),
     ("recv-any", 0, (1,), "Recv on rank {w}: every other rank has already finalized (or "
                           "exited) and sent nothing that matches this receive (tag ANY_TAG)"),
 ])

@@ -6,6 +6,7 @@ Modes:
   return          VRANK's program just ends after one Bcast; the others call a second Bcast.
   recv            VRANK's program ends at once; vrank 1 (or 2) waits for a message from it.
   recv-any        every rank but 1 ends at once; vrank 1 waits for a message from anyone.
+  probe           VRANK's program ends at once; vrank 1 (or 2) probes for a message from it.
   finish-early    correct program: VRANK sends one message to every other rank and ends; the
                   others receive it late, then talk among themselves by point-to-point and
                   end. Must succeed.
@@ -38,6 +39,11 @@ elif mode == "recv":
     if rank == waiter:
         comm.Recv(buf, source=victim, tag=7)
         print(f"rank {rank}: received what rank {victim} never sent", flush=True)
+elif mode == "probe":
+    waiter = 1 if victim != 1 else 2
+    if rank == waiter:
+        comm.Probe(source=victim, tag=7)
+        print(f"rank {rank}: received what rank {victim} never sent (probed)", flush=True)
 elif mode == "recv-any":
     if rank == 1:
         st = MPI.Status()
