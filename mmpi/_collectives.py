@@ -45,12 +45,12 @@ class _Ctx:
     """What a collective needs to know about where it runs."""
 
     __slots__ = ("e", "k", "L", "me", "other", "o", "nl", "oo", "no", "n", "lrank", "rank",
-                 "leader", "peer")
+                 "leader", "peer", "op")
 
     def __init__(self, comm: Comm, op: str) -> None:
         e = comm._engine
         e.check()
-        e.enter_collective(op)
+        self.op = op  # the caller's name for it, for error messages
         self.e, self.k = e, comm._coll
         self.L = self.k.comm
         lay = e.layout
@@ -103,10 +103,10 @@ class _Ctx:
         if ours:
             Request.Waitall(ours)
 
-    def root(self, root: int, op: str) -> tuple[str, int]:
+    def root(self, root: int) -> tuple[str, int]:
         if not isinstance(root, (int, np.integer)) or not 0 <= root < self.n:
             raise RankError(
-                f"{op} on rank {self.rank}: root {root!r} is out of range for a communicator "
+                f"{self.op} on rank {self.rank}: root {root!r} is out of range for a communicator "
                 f"of size {self.n}"
             )
         return self.e.layout.locate(int(root))
@@ -190,7 +190,7 @@ _NOTHING = memoryview(bytearray(0))
 # -- bcast ------------------------------------------------------------------------------------
 def bcast(comm: Comm, buf, root: int) -> None:
     c = _Ctx(comm, "Bcast")
-    rc, rl = c.root(root, "Bcast")
+    rc, rl = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
     if rc == c.me:
         x = c.send(b.view, c.peer, T_BCAST) if c.rank == root else None
@@ -205,7 +205,7 @@ def bcast(comm: Comm, buf, root: int) -> None:
 
 def bcast_obj(comm: Comm, obj, root: int):
     c = _Ctx(comm, "bcast")
-    rc, rl = c.root(root, "bcast")
+    rc, rl = c.root(root)
     if rc == c.me:
         x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else None
         obj = c.L.bcast(obj, rl)
@@ -220,7 +220,7 @@ def bcast_obj(comm: Comm, obj, root: int):
 # -- reduce / allreduce -------------------------------------------------------------------------
 def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
     c = _Ctx(comm, "Reduce")
-    rc, rl = c.root(root, "Reduce")
+    rc, rl = c.root(root)
     op = _op(op, "Reduce")
     if c.rank == root:
         rb = as_typed(recvbuf, writable=True, op="Reduce")
@@ -273,7 +273,7 @@ def _obj_op(op):
 
 def reduce_obj(comm: Comm, obj, op, root: int):
     c = _Ctx(comm, "reduce")
-    rc, rl = c.root(root, "reduce")
+    rc, rl = c.root(root)
     op = _obj_op(op)
     if rc == c.me:
         part = c.L.reduce(obj, op, rl)
@@ -434,7 +434,7 @@ def alltoall_obj(comm: Comm, objs):
 # -- gather / scatter -------------------------------------------------------------------------
 def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     c = _Ctx(comm, "Gather")
-    rc, rl = c.root(root, "Gather")
+    rc, rl = c.root(root)
     if c.rank == root:
         rb = as_typed(recvbuf, writable=True, op="Gather")
         if rb.count % c.n:
@@ -471,7 +471,7 @@ def _check_block(op: str, c: _Ctx, have: int, blk: int) -> None:
 
 def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     c = _Ctx(comm, "Gatherv")
-    rc, rl = c.root(root, "Gatherv")
+    rc, rl = c.root(root)
     if c.rank == root:
         rv = as_vector(recvbuf, c.n, writable=True, op="Gatherv")
         sspec = IN_PLACE if sendbuf is IN_PLACE else \
@@ -516,7 +516,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
 
 def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     c = _Ctx(comm, "Scatter")
-    rc, rl = c.root(root, "Scatter")
+    rc, rl = c.root(root)
     if c.rank == root:
         sb = as_typed(sendbuf, writable=False, op="Scatter")
         if sb.count % c.n:
@@ -548,7 +548,7 @@ def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
 
 def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     c = _Ctx(comm, "Scatterv")
-    rc, rl = c.root(root, "Scatterv")
+    rc, rl = c.root(root)
     if c.rank == root:
         sv = as_vector(sendbuf, c.n, writable=False, op="Scatterv")
         ext = sv.extent
@@ -580,7 +580,7 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
 
 def gather_obj(comm: Comm, obj, root: int):
     c = _Ctx(comm, "gather")
-    rc, rl = c.root(root, "gather")
+    rc, rl = c.root(root)
     if rc == c.me:
         part = c.L.gather(obj, rl)
         if c.rank != root:
@@ -595,7 +595,7 @@ def gather_obj(comm: Comm, obj, root: int):
 
 def scatter_obj(comm: Comm, objs, root: int):
     c = _Ctx(comm, "scatter")
-    rc, rl = c.root(root, "scatter")
+    rc, rl = c.root(root)
     if rc == c.me:
         mine = None
         if c.rank == root:

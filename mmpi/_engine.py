@@ -14,7 +14,7 @@ Rule 2: a local message is left inside MPI (as an `MPI.Message` handle) until a 
 Rule 3: a forwarded large message is received chunk by chunk straight into the user's buffer
         when the receive is already posted; otherwise into a spare buffer, reused afterwards.
 Rule 4: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
-        for ever: a collective it never entered (counted by `enter_collective`), a receive from
+        for ever: a collective it never joined (counted by `leave_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
         rank has left), a Probe likewise. MPI itself would hang there.
 """
@@ -164,8 +164,9 @@ class Engine:
         self._bye_acks = 0
         # Ranks that have said goodbye: vrank -> (collective calls they made, when we heard).
         self.gone: dict[int, tuple[int | None, float]] = {}
-        self.colls = 0  # collective calls this rank has entered
+        self.colls = 0  # collective calls this rank has completed
         self._coll_op = ""
+        self._in_coll = False  # inside a collective call
         self._closing = False
         self.finalized = False
         self.broken: BaseException | None = None
@@ -239,20 +240,26 @@ class Engine:
         return did
 
     def enter_collective(self, op: str) -> None:
-        """Count a collective call (all ranks make the same ones, in the same order)."""
-        self.colls += 1
+        """A collective call starts (all ranks make the same ones, in the same order)."""
         self._coll_op = op
+        self._in_coll = True
         if self.gone:
             self._check_gone()
+
+    def leave_collective(self, completed: bool) -> None:
+        """It ends; only completed calls count (a call refused for bad arguments does not)."""
+        self._in_coll = False
+        if completed:
+            self.colls += 1
 
     def _check_gone(self) -> None:
         """Fail what waits for a rank that has left: see protocol T_LEFT."""
         for rank, (colls, _) in self.gone.items():
-            if colls is not None and colls < self.colls:
+            if self._in_coll and colls is not None and colls <= self.colls:
                 raise RankGone(
                     f"{self._coll_op} on rank {self.vrank}: rank {rank} has already finalized "
                     f"(or exited) after {colls} collective call(s); this is call "
-                    f"{self.colls}, which it will never join"
+                    f"{self.colls + 1}, which it will never join"
                 )
         for ctx in self._ctx_list:
             for recv in list(ctx.queues.posted):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 
 from mpi4py import MPI
@@ -19,6 +20,25 @@ PROC_NULL = MPI.PROC_NULL
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 _TAG_BARRIER = C.T_BARRIER
+
+
+def _collective(method):
+    """Tell the engine when a collective call starts and ends (engine Rule 4)."""
+    op = method.__name__
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        e = self._engine
+        completed = False
+        try:
+            e.enter_collective(op)
+            result = method(self, *args, **kwargs)
+            completed = True
+            return result
+        finally:
+            e.leave_collective(completed)
+
+    return call
 
 
 class Comm:
@@ -263,6 +283,7 @@ class Comm:
         return self.Probe(source, tag, status)
 
     # -- synchronisation -----------------------------------------------------------------
+    @_collective
     def Barrier(self) -> None:
         """Tight barrier: nobody leaves before every process of both clusters has entered.
 
@@ -272,7 +293,6 @@ class Comm:
         """
         e = self._engine
         e.check()
-        e.enter_collective("Barrier")
         coll = self._coll
         e.wait_all([coll.comm.Ibarrier()])
         if e.local_rank == 0:
@@ -287,87 +307,108 @@ class Comm:
         self.Barrier()
 
     # -- collectives, buffer form (see _collectives for how each crosses the zipper) ------
+    @_collective
     def Bcast(self, buf, root: int = 0) -> None:
         """Broadcast from `root` (one crossing, then a native bcast on the far side)."""
         C.bcast(self, buf, root)
 
+    @_collective
     def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root: int = 0) -> None:
         """Reduce to `root`: native reduce per cluster, one crossing, one combine."""
         C.reduce(self, sendbuf, recvbuf, op, root)
 
+    @_collective
     def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
         """Reduce to all: per-cluster reduce, leaders swap partials, per-cluster bcast."""
         C.allreduce(self, sendbuf, recvbuf, op)
 
+    @_collective
     def Alltoall(self, sendbuf, recvbuf) -> None:
         """All-to-all with equal blocks; cross blocks move as one message per direction."""
         C.alltoall(self, sendbuf, recvbuf)
 
+    @_collective
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         """All-to-all with per-peer counts and displacements."""
         C.alltoallv(self, sendbuf, recvbuf)
 
+    @_collective
     def Gather(self, sendbuf, recvbuf, root: int = 0) -> None:
         """Gather equal blocks to `root`."""
         C.gather(self, sendbuf, recvbuf, root)
 
+    @_collective
     def Gatherv(self, sendbuf, recvbuf, root: int = 0) -> None:
         """Gather blocks of varying size to `root`."""
         C.gatherv(self, sendbuf, recvbuf, root)
 
+    @_collective
     def Scatter(self, sendbuf, recvbuf, root: int = 0) -> None:
         """Scatter equal blocks from `root`."""
         C.scatter(self, sendbuf, recvbuf, root)
 
+    @_collective
     def Scatterv(self, sendbuf, recvbuf, root: int = 0) -> None:
         """Scatter blocks of varying size from `root`."""
         C.scatterv(self, sendbuf, recvbuf, root)
 
+    @_collective
     def Allgather(self, sendbuf, recvbuf) -> None:
         """Gather equal blocks to every rank."""
         C.allgather(self, sendbuf, recvbuf)
 
+    @_collective
     def Allgatherv(self, sendbuf, recvbuf) -> None:
         """Gather blocks of varying size to every rank."""
         C.allgatherv(self, sendbuf, recvbuf)
 
+    @_collective
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
         """Reduce, then scatter equal blocks of the result."""
         C.reduce_scatter_block(self, sendbuf, recvbuf, op)
 
+    @_collective
     def Scan(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
         """Inclusive prefix reduction in virtual-rank order."""
         C.scan(self, sendbuf, recvbuf, op, exclusive=False)
 
+    @_collective
     def Exscan(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
         """Exclusive prefix reduction in virtual-rank order (rank 0's result is undefined)."""
         C.scan(self, sendbuf, recvbuf, op, exclusive=True)
 
     # -- collectives, pickle form -------------------------------------------------------
+    @_collective
     def bcast(self, obj, root: int = 0):
         """Broadcast a picklable object."""
         return C.bcast_obj(self, obj, root)
 
+    @_collective
     def reduce(self, sendobj, op=MPI.SUM, root: int = 0):
         """Reduce objects to `root` (op: an MPI.Op or a two-argument callable)."""
         return C.reduce_obj(self, sendobj, op, root)
 
+    @_collective
     def allreduce(self, sendobj, op=MPI.SUM):
         """Reduce objects to every rank."""
         return C.allreduce_obj(self, sendobj, op)
 
+    @_collective
     def gather(self, sendobj, root: int = 0):
         """Gather objects to `root` (a list there, None elsewhere)."""
         return C.gather_obj(self, sendobj, root)
 
+    @_collective
     def scatter(self, sendobj, root: int = 0):
         """Scatter a list of objects from `root`."""
         return C.scatter_obj(self, sendobj, root)
 
+    @_collective
     def allgather(self, sendobj):
         """Gather objects to every rank."""
         return C.allgather_obj(self, sendobj)
 
+    @_collective
     def alltoall(self, sendobj):
         """Exchange one object with every rank."""
         return C.alltoall_obj(self, sendobj)
