@@ -14,7 +14,7 @@ Rule 2: a local message is left inside MPI (as an `MPI.Message` handle) until a 
 Rule 3: a forwarded large message is received chunk by chunk straight into the user's buffer
         when the receive is already posted; otherwise into a spare buffer, reused afterwards.
 Rule 4: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
-        for ever: a collective it never joined (counted by `leave_collective`), a receive from
+        for ever: a collective it never completed (see `leave_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
         rank has left), a Probe likewise. MPI itself would hang there.
 """

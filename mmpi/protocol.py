@@ -38,7 +38,7 @@ T_BYE = 12  # rank -> forwarder: I have finished sending; body: {colls} (see T_L
 T_BYE_ACK = 13  # forwarder -> rank: everybody finished, you may disconnect
 T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
 T_LEFT = 16  # forwarder -> every rank: a rank said BYE; body: {rank, colls}, where colls is the
-#              number of collective calls it made, so a rank stuck in a later one knows it is
+#              number of collective calls it completed, so a rank stuck in a later one knows it is
 #              waiting for somebody who will never come
 
 HEARTBEAT = 1.0  # seconds between forwarder heartbeats
