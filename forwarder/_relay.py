@@ -153,15 +153,15 @@ class Relay(threading.Thread):
             self.bytes += env.nbytes
         elif tag == P.T_BYE:
             self._byes += 1
-            colls = P.decode_control(buf, ("colls",))["colls"] if count else None
-            self._announce_left(self.src.offset + source, colls)
+            self._announce_left(self.src.offset + source,
+                                P.decode_control(buf, ("colls",))["colls"])
         else:
             raise ProtocolError(
                 f"rank {self.src.offset + source} of cluster {self.src.cluster!r} "
                 f"sent unknown control tag {tag}"
             )
 
-    def _announce_left(self, vrank: int, colls: int | None) -> None:
+    def _announce_left(self, vrank: int, colls: int) -> None:
         """Tell every rank of both clusters that `vrank` has finished (protocol T_LEFT).
 
         MPI reports nothing when a rank leaves early (say `raise SystemExit(3)` while the

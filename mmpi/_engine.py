@@ -163,7 +163,7 @@ class Engine:
         self._status = MPI.Status()
         self._bye_acks = 0
         # Ranks that have said goodbye: vrank -> (collective calls they made, when we heard).
-        self.gone: dict[int, tuple[int | None, float]] = {}
+        self.gone: dict[int, tuple[int, float]] = {}
         self.colls = 0  # collective calls this rank has completed
         self._coll_op = ""
         self._in_coll = False  # inside a collective call
@@ -255,7 +255,7 @@ class Engine:
     def _check_gone(self) -> None:
         """Fail what waits for a rank that has left: see protocol T_LEFT."""
         for rank, (colls, _) in self.gone.items():
-            if self._in_coll and colls is not None and colls <= self.colls:
+            if self._in_coll and colls <= self.colls:
                 raise RankGone(
                     f"{self._coll_op} on rank {self.vrank}: rank {rank} has already finalized "
                     f"(or exited) after {colls} collective call(s); this is call "
@@ -263,33 +263,36 @@ class Engine:
                 )
         for ctx in self._ctx_list:
             for recv in list(ctx.queues.posted):
-                who = self.doomed(recv.source)
-                if who is None:
-                    continue
-                ctx.queues.cancel(recv)
-                recv.req._start([])
-                recv.req._fail(RankGone(
-                    f"{recv.op} on rank {self.vrank}: {who} already finalized (or exited) and "
-                    "sent nothing that matches this receive "
-                    f"(tag {recv.tag if recv.tag is not None else 'ANY_TAG'})"
-                ))
+                error = self.doomed(recv.op, recv.source, recv.tag, "receive")
+                if error is not None:
+                    ctx.queues.cancel(recv)
+                    recv.req._start([])
+                    recv.req._fail(error)
 
-    def doomed(self, source: int | None) -> str | None:
-        """Who has left for good if a message from `source` (None: any) can no longer come.
+    def doomed(self, op: str, source: int | None, tag: int | None,
+               what: str) -> RankGone | None:
+        """The RankGone for a wait that a rank's departure has made hopeless, else None.
 
-        Only once the notice is a grace period old: its last messages may still be arriving.
+        The wait (`what`: receive, probe) is for a message from `source` (None: any) with
+        `tag`. Hopeless only once the notice is a grace period old: its last messages may
+        still be arriving.
         """
         if not self.gone:
             return None
         settled = time.monotonic() - _GONE_GRACE
         if source is not None:
             left = self.gone.get(source)
-            return f"rank {source} has" if left is not None and left[1] <= settled else None
-        # An ANY_SOURCE wait is hopeless only once every other rank has gone.
-        if (len(self.gone) >= self.layout.size - 1
-                and max(w for _, w in self.gone.values()) <= settled):
-            return "every other rank has"
-        return None
+            if left is None or left[1] > settled:
+                return None
+            who = f"rank {source} has"
+        elif (len(self.gone) >= self.layout.size - 1
+              and max(w for _, w in self.gone.values()) <= settled):
+            who = "every other rank has"  # only then is an ANY_SOURCE wait hopeless
+        else:
+            return None
+        return RankGone(f"{op} on rank {self.vrank}: {who} already finalized (or exited) and "
+                        f"sent nothing that matches this {what} "
+                        f"(tag {tag if tag is not None else 'ANY_TAG'})")
 
     def wait_for(self, ready: Callable[[], bool]) -> None:
         """Progress until `ready()` holds, backing off while nothing happens."""

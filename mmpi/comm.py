@@ -11,7 +11,7 @@ from . import _collectives as C
 from ._buffers import as_view
 from ._engine import Context, Engine
 from ._topology import Layout
-from .errors import RankError, RankGone, TagError
+from .errors import RankError, TagError
 from .request import Request, completed
 
 ANY_SOURCE = MPI.ANY_SOURCE
@@ -222,11 +222,9 @@ class Comm:
             if m is not None:
                 found.append(m)
                 return True
-            who = e.doomed(src)
-            if who is not None:
-                raise RankGone(f"Probe on rank {self._rank}: {who} already finalized (or "
-                               "exited) and sent nothing that matches this probe (tag "
-                               f"{want if want is not None else 'ANY_TAG'})")
+            error = e.doomed("Probe", src, want, "probe")
+            if error is not None:
+                raise error
             return False
 
         self._engine.wait_for(ready)
