@@ -17,7 +17,7 @@ import os
 import time
 
 _now = time.perf_counter
-_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+yield_cpu = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 def _env_us(name: str, default: float) -> float:
@@ -71,7 +71,7 @@ class Backoff:
         if quiet < self.spin:
             return
         if quiet < self.spin + self.yield_:
-            _yield()
+            yield_cpu()
             return
         time.sleep(self._nap)
         self._nap = min(self._nap * 2, self.max_sleep)

@@ -13,7 +13,10 @@ Rule 2: a local message is left inside MPI (as an `MPI.Message` handle) until a 
         matches it, then received straight into the user's buffer: no extra copy.
 Rule 3: a forwarded large message is received chunk by chunk straight into the user's buffer
         when the receive is already posted; otherwise into a spare buffer, reused afterwards.
-Rule 4: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
+Rule 4: a test (Test, Iprobe, ...) that finds nothing progresses once and returns, but a
+        caller that tests again at once, in a loop with nothing else in it, gets the same
+        back-off as a wait: see `tested`.
+Rule 5: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never completed (see `leave_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
         rank has left), a Probe likewise. MPI itself would hang there.
@@ -29,7 +32,7 @@ from collections.abc import Callable
 from mpi4py import MPI
 
 from . import protocol as P
-from ._backoff import Backoff
+from ._backoff import Backoff, yield_cpu
 from ._matching import MatchQueues
 from ._topology import Layout
 from .errors import ForwarderLost, ProtocolError, RankGone, StateError, TruncationError
@@ -121,6 +124,11 @@ _SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
 # notice), and a loaded 2-core machine can hold a process off the CPU for a while.
 _GONE_GRACE = 3.0
 _SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
+# A test that comes within this many seconds of the last fruitless one continues a polling
+# loop (a loop of Test alone comes back after 2-3 us, 1+1 ranks on 2 cores); one that comes
+# later follows other work, and does not back off.
+_TEST_GAP = 20e-6
+_now = time.perf_counter
 
 
 class Context:
@@ -168,6 +176,8 @@ class Engine:
         self._coll_op = ""
         self._in_coll = False  # inside a collective call
         self._closing = False
+        self._test_wait = Backoff()  # for user loops of Test / Iprobe (Rule 4)
+        self._tested = 0.0  # when the last fruitless test returned
         self.finalized = False
         self.broken: BaseException | None = None
         # Liveness: the forwarder sends a heartbeat every protocol.HEARTBEAT seconds; MPI here
@@ -235,6 +245,8 @@ class Engine:
                 if recv is not None:
                     self._deliver_local(recv, m)
                 did = True
+        if did:
+            self._tested = 0.0  # a polling loop of tests starts afresh (see `tested`)
         if self.gone and not self._closing:
             self._check_gone()
         return did
@@ -313,6 +325,25 @@ class Engine:
             if time.monotonic() - max(min(self.heard), since) > self.lost_after:
                 self._lost()
             backoff.idle()
+
+    def tested(self) -> None:
+        """A test found nothing, even after a round of progress: give the CPU away a little.
+
+        `while not req.Test(): pass` would otherwise spin without a pause, and on a machine
+        with fewer cores than processes it holds a core the forwarder and the sending rank
+        need (benchmarks/poll_loops.py, 1+1 ranks on 2 cores: 8 B one way 350-780 us in a
+        Test loop and 850-1280 us in an Iprobe loop, against 45-65 us in Wait). So a test
+        that closely follows a fruitless one backs off exactly as a wait does: it yields the
+        CPU and, after a long quiet, naps; the quiet starts again whenever progress brings
+        something. A test that follows other work (computation overlapped with
+        communication) only yields: a nap there would slow the computation.
+        """
+        if _now() - self._tested > _TEST_GAP:
+            self._test_wait.reset()
+            yield_cpu()
+        else:
+            self._test_wait.idle()
+        self._tested = _now()
 
     def _lost(self) -> None:
         i = min(range(self.nfwd), key=self.heard.__getitem__)
@@ -480,6 +511,8 @@ class Engine:
         if m is None:
             self.progress()
             m = ctx.queues.peek(source, tag)
+            if m is None:
+                self.tested()
         return m
 
     # -- sending -------------------------------------------------------------------------

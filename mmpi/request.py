@@ -74,6 +74,21 @@ class Request:
         self._done = True
         return True
 
+    def _progressed(self, ready=None) -> bool:
+        """For a test: whether `ready()` holds (default: this request is done).
+
+        After one round of progress if need be; if it still does not, the engine may back
+        off a polling loop (Engine.tested).
+        """
+        ready = ready or self._poll
+        if ready():
+            return True
+        self._engine.progress()
+        if ready():
+            return True
+        self._engine.tested()
+        return False
+
     def _fill(self, status) -> None:
         if status is not None:
             status.Set_source(self.source)
@@ -103,10 +118,8 @@ class Request:
     # -- mpi4py API ----------------------------------------------------------------------
     def Test(self, status: MPI.Status | None = None) -> bool:
         """Test for the completion of this request."""
-        if not self._poll():
-            self._engine.progress()
-            if not self._poll():
-                return False
+        if not self._progressed():
+            return False
         self._result(status)
         return True
 
@@ -118,9 +131,7 @@ class Request:
 
     def Get_status(self, status: MPI.Status | None = None) -> bool:
         """Non-destructive test for completion."""
-        if not self._poll():
-            self._engine.progress()
-        if self._poll():
+        if self._progressed():
             self._fill(status)
             return True
         return False
@@ -131,10 +142,8 @@ class Request:
 
     def test(self, status: MPI.Status | None = None):
         """Test for completion; return (flag, received object or None)."""
-        if not self._poll():
-            self._engine.progress()
-            if not self._poll():
-                return False, None
+        if not self._progressed():
+            return False, None
         return True, self._result(status)
 
     def wait(self, status: MPI.Status | None = None):
@@ -185,10 +194,8 @@ class Request:
     def Testall(cls, requests: Sequence[Request], statuses: list | None = None) -> bool:
         """True (and all results consumed) if every request has completed."""
         live = cls._live(requests)
-        if live and not all([r._poll() for r in live]):
-            live[0]._engine.progress()
-            if not all([r._poll() for r in live]):
-                return False
+        if live and not live[0]._progressed(lambda: all([r._poll() for r in live])):
+            return False
         cls.Waitall(requests, statuses)
         return True
 
@@ -196,10 +203,8 @@ class Request:
     def testall(cls, requests: Sequence[Request], statuses: list | None = None):
         """(flag, objects) for the lowercase API."""
         live = cls._live(requests)
-        if live and not all([r._poll() for r in live]):
-            live[0]._engine.progress()
-            if not all([r._poll() for r in live]):
-                return False, None
+        if live and not live[0]._progressed(lambda: all([r._poll() for r in live])):
+            return False, None
         return True, cls.waitall(requests, statuses)
 
     @classmethod
@@ -210,12 +215,8 @@ class Request:
         return None
 
     @classmethod
-    def _wait_any(cls, requests: Sequence[Request | None]) -> int:
-        """Index of the first request to complete (MPI.UNDEFINED if none is active)."""
-        live = cls._live(requests)
-        if not live:
-            return MPI.UNDEFINED
-        found: list[int] = []
+    def _any_done(cls, requests, found: list[int]):
+        """A readiness check: whether any request has completed (its index into `found`)."""
 
         def ready() -> bool:
             i = cls._first_done(requests)
@@ -223,7 +224,16 @@ class Request:
                 found.append(i)
             return i is not None
 
-        live[0]._engine.wait_for(ready)
+        return ready
+
+    @classmethod
+    def _wait_any(cls, requests: Sequence[Request | None]) -> int:
+        """Index of the first request to complete (MPI.UNDEFINED if none is active)."""
+        live = cls._live(requests)
+        if not live:
+            return MPI.UNDEFINED
+        found: list[int] = []
+        live[0]._engine.wait_for(cls._any_done(requests, found))
         return found[0]
 
     @classmethod
@@ -246,12 +256,10 @@ class Request:
         live = cls._live(requests)
         if not live:
             return MPI.UNDEFINED, True
-        i = cls._first_done(requests)
-        if i is None:
-            live[0]._engine.progress()
-            i = cls._first_done(requests)
-        if i is None:
+        found: list[int] = []
+        if not live[0]._progressed(cls._any_done(requests, found)):
             return MPI.UNDEFINED, False
+        i = found[0]
         requests[i]._result(status)
         return i, True
 
