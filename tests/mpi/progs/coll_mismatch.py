@@ -26,6 +26,10 @@ elif case == "allreduce-count-large":  # the same, above the size where allreduc
     n = 20000 if in_high else 16384
     out = np.zeros(n)
     comm.Allreduce(np.ones(n), out, op=MPI.SUM)
+elif case == "allreduce-count-split":  # the same, where allreduce crosses in shares
+    n = 80000 if in_high else 70000
+    out = np.zeros(n)
+    comm.Allreduce(np.ones(n), out, op=MPI.SUM)
 elif case == "alltoallv-counts":  # rank 0 sends 3 items to the last rank, which expects 2
     sc = [1] * size
     rc = [1] * size
