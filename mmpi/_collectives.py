@@ -5,7 +5,7 @@ the native (non-blocking) MPI collective on that cluster's own communicator; onl
 cross goes through the forwarder, between one contact rank per cluster (the root, or local rank
 0 - the "leader"), as a single aggregated message per direction. Large crossings are pipelined
 by the forwarder like any large point-to-point message. One exception: a large Allreduce
-crosses in shares, between k pairs of ranks at once (`_allreduce_split`).
+or Bcast crosses in shares, between k pairs of ranks at once (see `_SPLIT`).
 
 Rule 1: all ranks of a cluster issue the same native collectives in the same order, and the two
         leaders (or pairs of ranks) exchange internal messages on the communicator's
@@ -190,18 +190,58 @@ _NOTHING = memoryview(bytearray(0))
 
 
 # -- bcast ------------------------------------------------------------------------------------
+# From this size up, Allreduce and Bcast cross in k shares, k the smaller cluster's size: k
+# pairs of ranks (local rank i of each cluster) swap or pass on share i at once, and an
+# allgather in each cluster puts the shares together (for Allreduce after a reduce-scatter,
+# in place of the leader's reduce and bcast). Each item still crosses once, in k messages
+# instead of one; the cores share the work and fewer ranks wait idle for a leader. 2+2 ranks,
+# against the one-message scheme: Allreduce, three alternating mmpi-bench runs each, bridged
+# medians 512 KiB 1387 against 1966 us, 1 MiB 2194 against 2932 us, 4 MiB 7725 against
+# 9671 us; Bcast, the same way: 512 KiB 508 against 518 us, 1 MiB 698 against 782 us, 4 MiB
+# 1971 against 2614 us (and in alternating calls, 1 MiB better or equal in 8 runs of 8).
+# Below, the split lost: Allreduce 64 KiB 548-777 against 467-698 us, 256 KiB the same.
+_SPLIT = 512 << 10
+
+
+def _shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
+    """Counts and displacements of n items in k near-equal shares, over nloc local ranks."""
+    counts = [n // k + (i < n % k) if i < k else 0 for i in range(nloc)]
+    displs = [0] * nloc
+    for i in range(1, nloc):
+        displs[i] = displs[i - 1] + counts[i - 1]
+    return counts, displs
+
+
 def bcast(comm: Comm, buf, root: int) -> None:
     c = _Ctx(comm, "Bcast")
     rc, rl = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
+    k = min(c.nl, c.no)
+    split = k > 1 and b.nbytes >= _SPLIT  # see _SPLIT: the far side takes it in k shares
     if rc == c.me:
-        x = c.send(b.view, c.peer, T_BCAST) if c.rank == root else None
+        xs = []
+        if c.rank == root and split:
+            counts, displs = _shares(b.nbytes, k, k)
+            xs = [c.send(b.view[d:d + n], c.oo + i, T_BCAST)
+                  for i, (n, d) in enumerate(zip(counts, displs, strict=True))]
+        elif c.rank == root:
+            xs = [c.send(b.view, c.peer, T_BCAST)]
         c.wait(c.L.Ibcast(b.spec, rl))
-        if x is not None:
-            c.wait(x)
+        if xs:
+            c.wait(*xs)
+    elif split:
+        counts, displs = _shares(b.nbytes, k, c.nl)
+        n, d = counts[c.lrank], displs[c.lrank]
+        if n:
+            r = c.recv(b.view[d:d + n], root, T_BCAST, "Bcast")
+            c.wait(r)
+            _same_size("Bcast", f"data in share {c.lrank} of {k}", n, r.nbytes, c)
+        c.wait(c.L.Iallgatherv(IN_PLACE, [b.view, counts, displs, _BYTE]))
     else:
         if c.leader:
-            c.wait(c.recv(b.view, root, T_BCAST, "Bcast"))
+            r = c.recv(b.view, root, T_BCAST, "Bcast")
+            c.wait(r)
+            _same_size("Bcast", "data", b.nbytes, r.nbytes, c)
         c.wait(c.L.Ibcast(b.spec, 0))
 
 
@@ -257,7 +297,7 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
         raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
     k = min(c.nl, c.no)
-    if k > 1 and rb.nbytes >= _ALLREDUCE_SPLIT:
+    if k > 1 and rb.nbytes >= _SPLIT:
         _allreduce_split(c, sb, rb, op, k)
         return
     if c.leader:
@@ -273,16 +313,6 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     c.wait(c.L.Ibcast(rb.spec, 0))
 
 
-# From this size up, Allreduce splits the buffer into k shares (k: the smaller cluster's size):
-# a reduce-scatter in each cluster, k pairs of ranks crossing with one share each at once, an
-# allgather. Each item still crosses once, in k messages instead of one; the cores share the
-# reduction and no rank waits idle for its leader. 2+2 ranks, three alternating mmpi-bench
-# runs each, bridged medians against the leader scheme: 512 KiB 1387 against 1966 us, 1 MiB
-# 2194 against 2932 us, 4 MiB 7725 against 9671 us. Below, it lost: 64 KiB 548-777 against
-# 467-698 us in alternating calls, 256 KiB the same.
-_ALLREDUCE_SPLIT = 512 << 10
-
-
 def _allreduce_split(c: _Ctx, sb: Typed | None, rb: Typed, op: MPI.Op, k: int) -> None:
     """Allreduce of a large buffer through k pairs of ranks, one share of it each.
 
@@ -290,11 +320,8 @@ def _allreduce_split(c: _Ctx, sb: Typed | None, rb: Typed, op: MPI.Op, k: int) -
     local rank i of the other cluster and combines in canonical order (Rule 2); an in-place
     allgather then gives every rank every share.
     """
-    n, ext = rb.count, rb.extent
-    counts = [n // k + (i < n % k) if i < k else 0 for i in range(c.nl)]
-    displs = [0] * c.nl
-    for i in range(1, c.nl):
-        displs[i] = displs[i - 1] + counts[i - 1]
+    ext = rb.extent
+    counts, displs = _shares(rb.count, k, c.nl)
     off, nb = displs[c.lrank] * ext, counts[c.lrank] * ext
     share = Typed(rb.view[off:off + nb], counts[c.lrank], rb.dt, ext)
     if sb is None:  # in place: the input is rb, and this rank's share of rb is the output

@@ -30,6 +30,8 @@ def test_collectives_native_same_answers(native):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case,message,rank3_detects", [
     ("bcast-count", r"(?i)truncat", True),
+    ("bcast-count-longer", r"mismatched arguments: rank 2 \(high cluster\) has 96 bytes", False),
+    ("bcast-count-split", r"mismatched arguments|MPI_ERR_TRUNCATE", True),
     ("allreduce-count", r"mismatched arguments", True),
     ("allreduce-count-large", r"mismatched arguments|MPI_ERR_TRUNCATE", True),
     ("allreduce-count-split", r"mismatched arguments|MPI_ERR_TRUNCATE", True),

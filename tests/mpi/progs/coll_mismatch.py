@@ -18,6 +18,12 @@ in_high = rank >= high0
 if case == "bcast-count":  # the far cluster expects a shorter message than the root sends
     buf = np.zeros(10 if not in_high else 5)
     comm.Bcast(buf, root=0)
+elif case == "bcast-count-longer":  # the far cluster expects a longer message: no silent gap
+    buf = np.zeros(10 if not in_high else 12)
+    comm.Bcast(buf, root=0)
+elif case == "bcast-count-split":  # the same, where bcast crosses in shares
+    buf = np.zeros(70000 if not in_high else 80000)
+    comm.Bcast(buf, root=0)
 elif case == "allreduce-count":  # one cluster reduces more elements than the other
     n = 6 if in_high else 4
     out = np.zeros(n)

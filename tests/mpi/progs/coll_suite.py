@@ -15,6 +15,7 @@ comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 QUICK = "--quick" in sys.argv
 BIG = 1 << 17 if not QUICK else 1 << 14  # doubles: 1 MiB (or 128 KiB quick)
+SPLIT = 70001  # doubles (547 KiB, quick too): where Allreduce and Bcast cross in shares
 
 
 def section(name):
@@ -53,7 +54,7 @@ def roots():
 
 # -- Bcast ----------------------------------------------------------------------------------
 section("Bcast")
-for n in (1, 1000, BIG):
+for n in (1, 1000, BIG, SPLIT):
     for root in roots():
         buf = data(root, n, "f8") if rank == root else np.zeros(n)
         comm.Bcast(buf, root=root)
@@ -130,7 +131,6 @@ for n in (1, 1000, BIG):
 
 # above the size where Allreduce splits into shares crossing in parallel (quick runs too): a
 # count that does not divide evenly, in place and not, bit-identical everywhere
-SPLIT = 70001  # doubles: 547 KiB
 allin = np.array([data(r, SPLIT, "f8", 3) for r in range(size)])
 out = data(rank, SPLIT, "f8", 3)
 comm.Allreduce(MPI.IN_PLACE, out, op=MPI.SUM)
