@@ -1,9 +1,10 @@
 """Where a bridged collective's time goes: its steps timed one by one, on every rank.
 
 `mmpi-run --low 2 --high 2 -- python benchmarks/coll_phases.py [barrier|allreduce|alltoall]
-[BYTES]` repeats the steps of mmpi's barrier, allreduce (leader scheme) or alltoall with the
-library's own internals, and prints per rank the median time of each step next to the
-median time of the real call. Steps that a rank does not take show as 0.
+[BYTES]` repeats the steps of mmpi's barrier, allreduce (the leader scheme, or from
+`_collectives._SPLIT` on the shares) or alltoall with the library's own internals, and prints
+per rank the median time of each step next to the median time of the real call. Steps that a
+rank does not take show as 0.
 """
 
 import statistics
@@ -44,6 +45,27 @@ def barrier_steps() -> list[float]:
 
 x = np.ones(max(1, nbytes // 8))
 y, z = np.empty_like(x), np.empty_like(x)
+
+
+def allreduce_share_steps() -> list[float]:
+    """Reduce-scatter, the k pairs' swap of shares, allgather, then the real Allreduce."""
+    k = min(c.nl, c.no)
+    counts, displs = C._shares(x.size, k, c.nl)
+    n = counts[c.lrank]
+    share, other = y[displs[c.lrank]:displs[c.lrank] + n], z[:n]
+    t = [now()]
+    c.wait(c.L.Ireduce_scatter(x, share, counts, MPI.SUM))
+    t.append(now())
+    if c.lrank < k:
+        c.wait(c.recv(other, c.oo + c.lrank, 104, "phases"), c.send(share, c.oo + c.lrank, 104))
+    t.append(now())
+    c.wait(c.L.Iallgatherv(MPI.IN_PLACE, [y, counts, displs, MPI.DOUBLE]))
+    t.append(now())
+    w.Barrier()
+    t.append(now())
+    w.Allreduce(x, y, MPI.SUM)
+    t.append(now())
+    return [d for i, d in enumerate(np.diff(t)) if i != 3]
 
 
 def allreduce_steps() -> list[float]:
@@ -89,7 +111,9 @@ def alltoall_steps() -> list[float]:
 
 steps, names = {
     "barrier": (barrier_steps, ["native barrier", "crossing", "native barrier", "Barrier"]),
-    "allreduce": (allreduce_steps, ["reduce to leader", "crossing", "bcast", "Allreduce"]),
+    "allreduce": (allreduce_steps, ["reduce to leader", "crossing", "bcast", "Allreduce"])
+    if nbytes < C._SPLIT or min(c.nl, c.no) < 2 else
+    (allreduce_share_steps, ["reduce-scatter", "crossing in shares", "allgather", "Allreduce"]),
     "alltoall": (alltoall_steps, ["gather at leader", "crossing", "scatter", "Alltoall"]),
 }[what]
 rows = []
