@@ -5,9 +5,10 @@ destination link for sending, so the two directions proceed at the same time (fu
 
 Rule 1: envelopes are handled strictly in arrival order and forwarded at once, so MPI's
         per-sender order is kept end to end (the receiver matches in envelope order).
-Rule 2: a large message is moved in chunks through a fixed pool of buffers: receiving chunk
+Rule 2: a large message is moved in chunks through a bounded pool of buffers: receiving chunk
         k+1 overlaps sending chunk k, and memory stays bounded whatever the message size.
-        A destination that does not drain holds at most `depth` buffers of the pool.
+        A destination that does not drain holds at most `depth` buffers of the pool. The pool
+        in use is `pool` buffers while one pair of ranks streams, `pool_many` while several do.
 Rule 3: payloads are opaque bytes: only the envelope in front is read (and its xfer rewritten).
 Rule 4: nothing blocks inside MPI: the loop polls with back-off so an idle forwarder leaves
         the CPU to the ranks.
@@ -58,14 +59,16 @@ class Relay(threading.Thread):
     """Relays everything that `src` sends across to `dst`."""
 
     def __init__(self, src: Link, dst: Link, *, chunk: int, pool: int, depth: int,
-                 eager_budget: int, on_error) -> None:
+                 eager_budget: int, on_error, pool_many: int | None = None) -> None:
         super().__init__(name=f"relay-{src.cluster}->{dst.cluster}", daemon=True)
         self.src, self.dst = src, dst
         self.chunk, self.depth, self.eager_budget = chunk, depth, eager_budget
-        self._pool_max = pool
-        self._pool: list[bytearray] = []
+        self._pool_one = pool
+        self._pool_many = max(pool, pool_many or pool)
+        self._pool: list[bytearray] = []  # free buffers, reused last-in first-out (warm ones)
         self._allocated = 0
         self._transfers: list[_Transfer] = []
+        self._pairs: dict[tuple[int, int], int] = {}  # (source, destination) -> transfers
         self._inflight: list[MPI.Request] = []
         self._inflight_bufs: list[bytearray] = []
         self._inflight_bytes = 0
@@ -149,6 +152,7 @@ class Relay(threading.Thread):
             self._transfers.append(
                 _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
             )
+            self._pairs[source, local] = self._pairs.get((source, local), 0) + 1
             self.messages += 1
             self.bytes += env.nbytes
         elif tag == P.T_BYE:
@@ -185,20 +189,29 @@ class Relay(threading.Thread):
         return local
 
     # -- large transfers ----------------------------------------------------------------
+    def _room(self) -> bool:
+        """Whether another buffer may go into use.
+
+        One stream between two ranks moves fastest through a small pool that stays in cache;
+        several streams need more buffers in flight, or they take turns for them.
+        """
+        limit = self._pool_one if len(self._pairs) <= 1 else self._pool_many
+        return self._allocated - len(self._pool) < limit
+
     def _buffer(self) -> bytearray | None:
+        if not self._room():
+            return None
         if self._pool:
             return self._pool.pop()
-        if self._allocated < self._pool_max:
-            self._allocated += 1
-            return bytearray(self.chunk)
-        return None
+        self._allocated += 1
+        return bytearray(self.chunk)
 
     def _advance(self) -> bool:
         did = finished = False
         src_data, dst_data = self.src.data, self.dst.data
         pool = self._pool
         for t in self._transfers:
-            if t.next == 0 and not pool and self._allocated >= self._pool_max:
+            if t.next == 0 and not self._room():
                 # Not started and no buffer free. Transfers get buffers strictly in arrival
                 # order, so none after this one has started either: stop here. (A window of
                 # 64 large messages made this loop and the list rebuild below a third of the
@@ -222,9 +235,15 @@ class Relay(threading.Thread):
             if t.next >= t.nbytes and not t.recvs and not t.sends:
                 finished = True
         if finished:
-            self._transfers = [
-                t for t in self._transfers if t.next < t.nbytes or t.recvs or t.sends
-            ]
+            keep = []
+            for t in self._transfers:
+                if t.next < t.nbytes or t.recvs or t.sends:
+                    keep.append(t)
+                elif self._pairs[t.src, t.dst] == 1:
+                    del self._pairs[t.src, t.dst]
+                else:
+                    self._pairs[t.src, t.dst] -= 1
+            self._transfers = keep
         return did
 
     def _reap(self) -> bool:

@@ -34,6 +34,12 @@ DEFAULT_EAGER_MAX = 32 << 10
 # always move at once, as before; a receiver that does not drain holds at most DEFAULT_DEPTH.
 DEFAULT_POOL = 4
 DEFAULT_DEPTH = 2
+# The pool while several pairs of ranks stream through one direction at once (one pair keeps
+# DEFAULT_POOL). 4+4 ranks, 4 concurrent pairs of 4 MiB streams, three alternating
+# mmpi-bench runs each: 3214 [3166-3414] MB/s aggregate against 2997 [2782-3430] with 4; in an
+# earlier try with 8 for every case, 3679 [3052-3709] against 2921 [1724-3138], but one
+# stream's bw fell (4716 against 5771 MB/s), hence one pool size per case. 1 MiB: the same.
+DEFAULT_POOL_MANY = int(os.environ.get("MMPI_FWD_POOL_MANY", 8))
 # Seconds a connected process has to prove it belongs to the job.
 HELLO_TIMEOUT = float(os.environ.get("MMPI_HELLO_TIMEOUT", 10.0))
 
@@ -154,6 +160,7 @@ class Forwarder:
                  f"(rss {rss_mib():.0f} MiB)")
         low, high = self.links["low"], self.links["high"]
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
+                    pool_many=max(self.pool_chunks, DEFAULT_POOL_MANY),
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
         self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
         if self.threads == 2:
