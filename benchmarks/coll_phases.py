@@ -29,6 +29,14 @@ def exchange(mine, theirs, tag: int) -> None:
         c.wait(c.recv(theirs, c.peer, tag, "phases"), c.send(mine, c.peer, tag))
 
 
+def then_real(t: list[float], call) -> list[float]:
+    """After the steps timed in `t`: a Barrier (untimed), then the real call, timed."""
+    w.Barrier()
+    t0 = now()
+    call()
+    return [*np.diff(t).tolist(), now() - t0]
+
+
 def barrier_steps() -> list[float]:
     """Native barrier, token exchange, native barrier, then the real Barrier."""
     t = [now()]
@@ -61,11 +69,7 @@ def allreduce_share_steps() -> list[float]:
     t.append(now())
     c.wait(c.L.Iallgatherv(MPI.IN_PLACE, [y, counts, displs, MPI.DOUBLE]))
     t.append(now())
-    w.Barrier()
-    t.append(now())
-    w.Allreduce(x, y, MPI.SUM)
-    t.append(now())
-    return [d for i, d in enumerate(np.diff(t)) if i != 3]
+    return then_real(t, lambda: w.Allreduce(x, y, MPI.SUM))
 
 
 def allreduce_steps() -> list[float]:
@@ -78,11 +82,7 @@ def allreduce_steps() -> list[float]:
     t.append(now())
     c.wait(c.L.Ibcast(y, 0))
     t.append(now())
-    w.Barrier()
-    t.append(now())
-    w.Allreduce(x, y, MPI.SUM)
-    t.append(now())
-    return [d for i, d in enumerate(np.diff(t)) if i != 3]
+    return then_real(t, lambda: w.Allreduce(x, y, MPI.SUM))
 
 
 blk = nbytes
@@ -102,11 +102,7 @@ def alltoall_steps() -> list[float]:
     t.append(now())
     c.wait(c.L.Iscatter(theirs if c.leader else None, inn, 0))
     t.append(now())
-    w.Barrier()
-    t.append(now())
-    w.Alltoall(sb, rb)
-    t.append(now())
-    return [d for i, d in enumerate(np.diff(t)) if i != 3]
+    return then_real(t, lambda: w.Alltoall(sb, rb))
 
 
 steps, names = {
