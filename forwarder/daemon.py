@@ -160,7 +160,7 @@ class Forwarder:
                  f"(rss {rss_mib():.0f} MiB)")
         low, high = self.links["low"], self.links["high"]
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
-                    pool_many=max(self.pool_chunks, DEFAULT_POOL_MANY),
+                    pool_many=DEFAULT_POOL_MANY,
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
         self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
         if self.threads == 2:
