@@ -203,6 +203,12 @@ _NOTHING = memoryview(bytearray(0))
 _SPLIT = 512 << 10
 
 
+def _ways(c: _Ctx, nbytes: int) -> int:
+    """Into how many shares a collective of `nbytes` crosses (see _SPLIT); 0: it does not."""
+    k = min(c.nl, c.no)
+    return k if k > 1 and nbytes >= _SPLIT else 0
+
+
 def _shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
     """Counts and displacements of n items in k near-equal shares, over nloc local ranks."""
     counts = [n // k + (i < n % k) if i < k else 0 for i in range(nloc)]
@@ -216,11 +222,10 @@ def bcast(comm: Comm, buf, root: int) -> None:
     c = _Ctx(comm, "Bcast")
     rc, rl = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
-    k = min(c.nl, c.no)
-    split = k > 1 and b.nbytes >= _SPLIT  # see _SPLIT: the far side takes it in k shares
+    k = _ways(c, b.nbytes)  # the far side takes it in k shares
     if rc == c.me:
         xs = []
-        if c.rank == root and split:
+        if c.rank == root and k:
             counts, displs = _shares(b.nbytes, k, k)
             xs = [c.send(b.view[d:d + n], c.oo + i, T_BCAST)
                   for i, (n, d) in enumerate(zip(counts, displs, strict=True))]
@@ -229,7 +234,7 @@ def bcast(comm: Comm, buf, root: int) -> None:
         c.wait(c.L.Ibcast(b.spec, rl))
         if xs:
             c.wait(*xs)
-    elif split:
+    elif k:
         counts, displs = _shares(b.nbytes, k, c.nl)
         n, d = counts[c.lrank], displs[c.lrank]
         if n:
@@ -296,8 +301,8 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     if sb is not None and sb.nbytes != rb.nbytes:
         raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
-    k = min(c.nl, c.no)
-    if k > 1 and rb.nbytes >= _SPLIT:
+    k = _ways(c, rb.nbytes)
+    if k:
         _allreduce_split(c, sb, rb, op, k)
         return
     if c.leader:

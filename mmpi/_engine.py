@@ -15,7 +15,7 @@ Rule 3: a forwarded large message is received chunk by chunk straight into the u
         when the receive is already posted; otherwise into a spare buffer, reused afterwards.
 Rule 4: a test (Test, Iprobe, ...) that finds nothing progresses once and returns, but a
         caller that tests again at once, in a loop with nothing else in it, gets the same
-        back-off as a wait: see `tested`.
+        back-off as a wait: see `test`.
 Rule 5: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never completed (see `leave_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
@@ -246,7 +246,7 @@ class Engine:
                     self._deliver_local(recv, m)
                 did = True
         if did:
-            self._tested = 0.0  # a polling loop of tests starts afresh (see `tested`)
+            self._tested = 0.0  # a polling loop of tests starts afresh (see `test`)
         if self.gone and not self._closing:
             self._check_gone()
         return did
@@ -326,8 +326,10 @@ class Engine:
                 self._lost()
             backoff.idle()
 
-    def tested(self) -> None:
-        """A test found nothing, even after a round of progress: give the CPU away a little.
+    def test(self, ready: Callable[[], bool]) -> bool:
+        """For a test (Test, Iprobe, ...): whether `ready()` holds, progressing once if need be.
+
+        If it still does not, give the CPU away a little.
 
         `while not req.Test(): pass` would otherwise spin without a pause, and on a machine
         with fewer cores than processes it holds a core the forwarder and the sending rank
@@ -338,12 +340,18 @@ class Engine:
         something. A test that follows other work (computation overlapped with
         communication) only yields: a nap there would slow the computation.
         """
+        if ready():
+            return True
+        self.progress()
+        if ready():
+            return True
         if _now() - self._tested > _TEST_GAP:
             self._test_wait.reset()
             yield_cpu()
         else:
             self._test_wait.idle()
         self._tested = _now()
+        return False
 
     def _lost(self) -> None:
         i = min(range(self.nfwd), key=self.heard.__getitem__)
@@ -507,13 +515,15 @@ class Engine:
 
     def probe(self, ctx: Context, source, tag) -> _Arrived | None:
         """The message a receive for (source, tag) would match now, if any."""
-        m = ctx.queues.peek(source, tag)
-        if m is None:
-            self.progress()
+        found: list[_Arrived] = []
+
+        def ready() -> bool:
             m = ctx.queues.peek(source, tag)
-            if m is None:
-                self.tested()
-        return m
+            if m is not None:
+                found.append(m)
+            return m is not None
+
+        return found[0] if self.test(ready) else None
 
     # -- sending -------------------------------------------------------------------------
     def isend(self, ctx: Context, view: memoryview, dest: int, tag: int,

@@ -75,19 +75,8 @@ class Request:
         return True
 
     def _progressed(self, ready=None) -> bool:
-        """For a test: whether `ready()` holds (default: this request is done).
-
-        After one round of progress if need be; if it still does not, the engine may back
-        off a polling loop (Engine.tested).
-        """
-        ready = ready or self._poll
-        if ready():
-            return True
-        self._engine.progress()
-        if ready():
-            return True
-        self._engine.tested()
-        return False
+        """For a test: whether `ready()` holds (default: this request is done), see Engine.test."""
+        return self._engine.test(ready or self._poll)
 
     def _fill(self, status) -> None:
         if status is not None:
