@@ -4,8 +4,9 @@ Every collective here follows MagPIe's wide-area-optimal shape: the part inside 
 the native (non-blocking) MPI collective on that cluster's own communicator; only what must
 cross goes through the forwarder, between one contact rank per cluster (the root, or local rank
 0 - the "leader"), as a single aggregated message per direction. Large crossings are pipelined
-by the forwarder like any large point-to-point message. One exception: a large Allreduce
-or Bcast crosses in shares, between k pairs of ranks at once (see `_SPLIT`).
+by the forwarder like any large point-to-point message. Two exceptions: a large Allreduce
+or Bcast crosses in shares, between k pairs of ranks at once (see `_SPLIT`), and an Alltoall
+of large blocks sends each block straight to its rank (see `_DIRECT_BLOCK`).
 
 Rule 1: all ranks of a cluster issue the same native collectives in the same order, and the two
         leaders (or pairs of ranks) exchange internal messages on the communicator's
@@ -379,6 +380,18 @@ def allreduce_obj(comm: Comm, obj, op):
 
 
 # -- alltoall ---------------------------------------------------------------------------------
+# From this block size up, Alltoall's cross-cluster blocks go straight from each rank to each
+# rank of the other cluster (each still crosses once, in nl*no messages per direction) instead
+# of being gathered at the leader, crossing as one message and scattered. The leader scheme
+# copies every block twice more and keeps the other ranks idle while one pair of leaders
+# crosses; for small blocks its single message still wins. 2+2 ranks, `mmpi-bench alltoall`,
+# 7-11 alternating runs each, bridged medians, leader against direct: 16 KiB 461 against
+# 433 us (lost in 3 of 7), 32 KiB 736 against 475 us, 64 KiB 770 against 627 us, 128 KiB
+# about 970 against 590 us, 256 KiB 2148 against 885 us, 1 MiB 6497 against 2812 us; 1 KiB
+# 256 against 309 us.
+_DIRECT_BLOCK = 32 << 10
+
+
 def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
     c = _Ctx(comm, "Alltoall")
     rb = as_typed(recvbuf, writable=True, op="Alltoall")
@@ -397,10 +410,19 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
     counts = [blk] * c.nl
     displs = [(c.o + j) * blk for j in range(c.nl)]
     local = c.L.Ialltoallv([sview, (counts, displs), _BYTE], [rb.view, (counts, displs), _BYTE])
-    # Cross-cluster blocks: gather at the leader, one message each way, scatter.
+    # Cross-cluster blocks: straight to their ranks (large blocks, see _DIRECT_BLOCK), or
+    # gathered at the leader, one message each way, scattered.
     out = sview[c.oo * blk:(c.oo + c.no) * blk]
     inn = rb.view[c.oo * blk:(c.oo + c.no) * blk]
-    if c.leader:
+    if blk >= _DIRECT_BLOCK:
+        rs = [c.recv(inn[j * blk:(j + 1) * blk], c.oo + j, T_ALLTOALL, "Alltoall")
+              for j in range(c.no)]
+        ss = [c.send(out[j * blk:(j + 1) * blk], c.oo + j, T_ALLTOALL) for j in range(c.no)]
+        c.wait(*rs, *ss)
+        for j, r in enumerate(rs):
+            _same_size("Alltoall", f"data per block (the block from rank {c.oo + j})", blk,
+                       r.nbytes, c)
+    elif c.leader:
         mine = c.tmp(0, c.nl * c.no * blk)
         c.wait(c.L.Igather([out, _BYTE], [mine, _BYTE], 0))
         theirs = c.tmp(1, c.no * c.nl * blk)

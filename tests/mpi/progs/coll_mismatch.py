@@ -36,6 +36,10 @@ elif case == "allreduce-count-split":  # the same, where allreduce crosses in sh
     n = 80000 if in_high else 70000
     out = np.zeros(n)
     comm.Allreduce(np.ones(n), out, op=MPI.SUM)
+elif case in ("alltoall-block-larger", "alltoall-block-smaller"):
+    # the high cluster's blocks differ, above the size where blocks go straight to ranks
+    k = 8192 if not in_high else (8200 if case.endswith("larger") else 8000)
+    comm.Alltoall(np.ones(k * size), np.zeros(k * size))
 elif case == "alltoallv-counts":  # rank 0 sends 3 items to the last rank, which expects 2
     sc = [1] * size
     rc = [1] * size

@@ -177,7 +177,7 @@ for root in roots():
 # -- Alltoall / Alltoallv --------------------------------------------------------------------
 section("Alltoall / Alltoallv")
 blockval = lambda i, j, k: np.arange(k, dtype="f8") + 1000 * i + j  # noqa: E731
-for k in (1, 100, 8192):
+for k in (1, 100, 4095, 4096, 8192):  # 32 KiB blocks and up go straight to their ranks
     send = np.concatenate([blockval(rank, j, k) for j in range(size)])
     recv = np.zeros(size * k)
     comm.Alltoall(send, recv)

@@ -22,8 +22,10 @@ for _ in range(k):
         comm.Reduce(np.ones(n), np.zeros(n) if rank == 0 else None, root=0)
     elif op == "allreduce":
         comm.Allreduce(np.ones(n), np.zeros(n))
-    elif op == "alltoall":
+    elif op == "alltoall":  # blocks of n doubles: straight from rank to rank
         comm.Alltoall(np.ones(n * size), np.zeros(n * size))
+    elif op == "alltoall-small":  # blocks of 100 doubles: through the leaders
+        comm.Alltoall(np.ones(100 * size), np.zeros(100 * size))
     elif op == "alltoallv":
         comm.Alltoallv([np.ones(n * size), [n] * size], [np.zeros(n * size), [n] * size])
     elif op == "allgather":
