@@ -385,9 +385,9 @@ def allreduce_obj(comm: Comm, obj, op):
 # of being gathered at the leader, crossing as one message and scattered. The leader scheme
 # copies every block twice more and keeps the other ranks idle while one pair of leaders
 # crosses; for small blocks its single message still wins. 2+2 ranks, `mmpi-bench alltoall`,
-# 7-11 alternating runs each, bridged medians, leader against direct: 16 KiB 461 against
+# 3 to 11 alternating runs per size, bridged medians, leader against direct: 16 KiB 461 against
 # 433 us (lost in 3 of 7), 32 KiB 736 against 475 us, 64 KiB 770 against 627 us, 128 KiB
-# about 970 against 590 us, 256 KiB 2148 against 885 us, 1 MiB 6497 against 2812 us; 1 KiB
+# 970 against 720 us, 256 KiB 2148 against 885 us, 1 MiB 6497 against 2812 us; 1 KiB
 # 256 against 309 us.
 _DIRECT_BLOCK = 32 << 10
 
