@@ -2,7 +2,9 @@
 
 `mmpi-run --low 2 --high 2 -- python benchmarks/coll_phases.py [barrier|allreduce|alltoall]
 [BYTES]` repeats the steps of mmpi's barrier, allreduce (the leader scheme, or from
-`_collectives._SPLIT` on the shares) or alltoall with the library's own internals, and prints
+`_collectives._SPLIT` on the shares) or alltoall (the leader scheme, or from
+`_collectives._DIRECT_BLOCK` each block straight to its rank) with the library's own internals,
+and prints
 per rank the median time of each step next to the median time of the real call. Steps that a
 rank does not take show as 0.
 """
@@ -93,6 +95,18 @@ mine = np.empty(c.nl * c.no * blk, np.uint8)
 theirs = np.empty_like(mine)
 
 
+def alltoall_direct_steps() -> list[float]:
+    """Local blocks, each cross block straight to its rank, then the real Alltoall."""
+    t = [now()]
+    c.wait(c.L.Ialltoallv([sb, ([blk] * c.nl, [(c.o + j) * blk for j in range(c.nl)]), MPI.BYTE],
+                          [rb, ([blk] * c.nl, [(c.o + j) * blk for j in range(c.nl)]), MPI.BYTE]))
+    t.append(now())
+    rs = [c.recv(inn[j * blk:(j + 1) * blk], c.oo + j, 103, "phases") for j in range(c.no)]
+    c.wait(*rs, *[c.send(out[j * blk:(j + 1) * blk], c.oo + j, 103) for j in range(c.no)])
+    t.append(now())
+    return then_real(t, lambda: w.Alltoall(sb, rb))
+
+
 def alltoall_steps() -> list[float]:
     """Gather the crossing blocks at the leader, exchange, scatter, then the real Alltoall."""
     t = [now()]
@@ -110,7 +124,9 @@ steps, names = {
     "allreduce": (allreduce_steps, ["reduce to leader", "crossing", "bcast", "Allreduce"])
     if nbytes < C._SPLIT or min(c.nl, c.no) < 2 else
     (allreduce_share_steps, ["reduce-scatter", "crossing in shares", "allgather", "Allreduce"]),
-    "alltoall": (alltoall_steps, ["gather at leader", "crossing", "scatter", "Alltoall"]),
+    "alltoall": (alltoall_steps, ["gather at leader", "crossing", "scatter", "Alltoall"])
+    if blk < C._DIRECT_BLOCK else
+    (alltoall_direct_steps, ["local blocks", "crossing straight to the ranks", "Alltoall"]),
 }[what]
 rows = []
 for i in range(300 if what == "barrier" else 60):
