@@ -4,9 +4,8 @@
 [BYTES]` repeats the steps of mmpi's barrier, allreduce (the leader scheme, or from
 `_collectives._SPLIT` on the shares) or alltoall (the leader scheme, or from
 `_collectives._DIRECT_BLOCK` each block straight to its rank) with the library's own internals,
-and prints
-per rank the median time of each step next to the median time of the real call. Steps that a
-rank does not take show as 0.
+and prints per rank the median time of each step next to the median time of the real call.
+Steps that a rank does not take show as 0.
 """
 
 import statistics
@@ -97,9 +96,9 @@ theirs = np.empty_like(mine)
 
 def alltoall_direct_steps() -> list[float]:
     """Local blocks, each cross block straight to its rank, then the real Alltoall."""
+    local = ([blk] * c.nl, [(c.o + j) * blk for j in range(c.nl)])
     t = [now()]
-    c.wait(c.L.Ialltoallv([sb, ([blk] * c.nl, [(c.o + j) * blk for j in range(c.nl)]), MPI.BYTE],
-                          [rb, ([blk] * c.nl, [(c.o + j) * blk for j in range(c.nl)]), MPI.BYTE]))
+    c.wait(c.L.Ialltoallv([sb, local, MPI.BYTE], [rb, local, MPI.BYTE]))
     t.append(now())
     rs = [c.recv(inn[j * blk:(j + 1) * blk], c.oo + j, 103, "phases") for j in range(c.no)]
     c.wait(*rs, *[c.send(out[j * blk:(j + 1) * blk], c.oo + j, 103) for j in range(c.no)])
