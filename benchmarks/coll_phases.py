@@ -1,11 +1,11 @@
 """Where a bridged collective's time goes: its steps timed one by one, on every rank.
 
 `mmpi-run --low 2 --high 2 -- python benchmarks/coll_phases.py [barrier|allreduce|alltoall]
-[BYTES]` repeats the steps of mmpi's barrier, allreduce (rank to rank below
-`_collectives._PAIRWISE`, the leader scheme, or from `_collectives._SPLIT` on the shares) or
-alltoall (the leader scheme, or from `_collectives._DIRECT_BLOCK` each block straight to its
-rank) with the library's own internals, and prints per rank the median time of each step next
-to the median time of the real call. Steps that a rank does not take show as 0.
+[BYTES]` repeats the steps of mmpi's barrier, allreduce (the leader scheme, or from
+`_collectives._SPLIT` on the shares) or alltoall (the leader scheme, or from
+`_collectives._DIRECT_BLOCK` each block straight to its rank) with the library's own internals,
+and prints per rank the median time of each step next to the median time of the real call.
+Steps that a rank does not take show as 0.
 """
 
 import statistics
@@ -73,17 +73,6 @@ def allreduce_share_steps() -> list[float]:
     return then_real(t, lambda: w.Allreduce(x, y, MPI.SUM))
 
 
-def allreduce_pairwise_steps() -> list[float]:
-    """Native allreduce, every rank's partial straight across, then the real Allreduce."""
-    t = [now()]
-    c.wait(c.L.Iallreduce(x, y, MPI.SUM))
-    t.append(now())
-    r = c.recv(z, c.oo + c.lrank % c.no, 105, "phases")
-    c.wait(r, *[c.send(y, c.oo + j, 105) for j in range(c.lrank, c.no, c.nl)])
-    t.append(now())
-    return then_real(t, lambda: w.Allreduce(x, y, MPI.SUM))
-
-
 def allreduce_steps() -> list[float]:
     """Reduce to the leader, exchange, bcast, then the real Allreduce."""
     like = C.as_typed(y, writable=True, op="phases")
@@ -131,10 +120,7 @@ def alltoall_steps() -> list[float]:
 
 steps, names = {
     "barrier": (barrier_steps, ["native barrier", "crossing", "native barrier", "Barrier"]),
-    "allreduce": (allreduce_pairwise_steps, ["native allreduce", "crossing rank to rank",
-                                             "Allreduce"])
-    if nbytes < C._PAIRWISE else
-    (allreduce_steps, ["reduce to leader", "crossing", "bcast", "Allreduce"])
+    "allreduce": (allreduce_steps, ["reduce to leader", "crossing", "bcast", "Allreduce"])
     if nbytes < C._SPLIT or min(c.nl, c.no) < 2 else
     (allreduce_share_steps, ["reduce-scatter", "crossing in shares", "allgather", "Allreduce"]),
     "alltoall": (alltoall_steps, ["gather at leader", "crossing", "scatter", "Alltoall"])

@@ -4,11 +4,9 @@ Every collective here follows MagPIe's wide-area-optimal shape: the part inside 
 the native (non-blocking) MPI collective on that cluster's own communicator; only what must
 cross goes through the forwarder, between one contact rank per cluster (the root, or local rank
 0 - the "leader"), as a single aggregated message per direction. Large crossings are pipelined
-by the forwarder like any large point-to-point message. Three exceptions: a large Allreduce
-or Bcast crosses in shares, between k pairs of ranks at once (see `_SPLIT`), an Alltoall
-of large blocks sends each block straight to its rank (see `_DIRECT_BLOCK`), and a small
-Allreduce sends its partial from rank to rank, one message to every rank across (see
-`_PAIRWISE`).
+by the forwarder like any large point-to-point message. Two exceptions: a large Allreduce
+or Bcast crosses in shares, between k pairs of ranks at once (see `_SPLIT`), and an Alltoall
+of large blocks sends each block straight to its rank (see `_DIRECT_BLOCK`).
 
 Rule 1: all ranks of a cluster issue the same native collectives in the same order, and the two
         leaders (or pairs of ranks) exchange internal messages on the communicator's
@@ -308,9 +306,6 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     if k:
         _allreduce_split(c, sb, rb, op, k)
         return
-    if rb.nbytes < _PAIRWISE:
-        _allreduce_pairwise(c, sb, rb, op)
-        return
     if c.leader:
         c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, 0, rb))
         theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
@@ -322,32 +317,6 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     else:
         c.wait(_ireduce(c, rb.spec if sb is None else sb.spec, None, op, 0, rb))
     c.wait(c.L.Ibcast(rb.spec, 0))
-
-
-# Below this size an Allreduce does not go through the leaders: each cluster allreduces
-# natively, then every rank receives the other cluster's partial straight from a rank of that
-# cluster (local rank i from local rank i mod the other's size), so no rank waits for a native
-# bcast after the crossing. n small messages cross instead of 2; for a few bytes that costs
-# nothing, while the bcast's extra hop does. 2+2 ranks, the two schemes alternated within one
-# job (20 calls per sample, 40 samples, medians of three jobs): 8 B 143/218/260 against
-# 226/267/346 us, 1 KiB 214/144 against 273/186 us, 4 KiB 289/216 against 352/206 us (even),
-# 16 KiB 368/460 against 283/399 us (worse); 1+3 and 3+1 at 8 B: 262, 205 against 291, 250 us.
-_PAIRWISE = 4 << 10
-
-
-def _allreduce_pairwise(c: _Ctx, sb: Typed | None, rb: Typed, op: MPI.Op) -> None:
-    """Allreduce of a small buffer: native allreduce per cluster, partials swapped rank to rank.
-
-    Every rank gets the same two partials (MPI's allreduce gives each rank of a cluster the
-    same result), so combining them in canonical order (Rule 2) is bit-identical everywhere.
-    """
-    c.wait(c.L.Iallreduce(IN_PLACE if sb is None else sb.spec, rb.spec, op))
-    theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
-    r = c.recv(theirs, c.oo + c.lrank % c.no, T_ALLREDUCE, "Allreduce")
-    xs = [c.send(rb.view, c.oo + j, T_ALLREDUCE) for j in range(c.lrank, c.no, c.nl)]
-    c.wait(r, *xs)  # the sends read rb: complete them before combining into it
-    _same_size("Allreduce", "data", rb.nbytes, r.nbytes, c)
-    _combine(op, rb, theirs[: rb.nbytes], c.me == "low")
 
 
 def _allreduce_split(c: _Ctx, sb: Typed | None, rb: Typed, op: MPI.Op, k: int) -> None:

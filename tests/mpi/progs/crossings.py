@@ -22,8 +22,6 @@ for _ in range(k):
         comm.Reduce(np.ones(n), np.zeros(n) if rank == 0 else None, root=0)
     elif op == "allreduce":
         comm.Allreduce(np.ones(n), np.zeros(n))
-    elif op == "allreduce-small":  # 100 doubles: every rank's partial straight across
-        comm.Allreduce(np.ones(100), np.zeros(100))
     elif op == "alltoall":  # blocks of n doubles: straight from rank to rank
         comm.Alltoall(np.ones(n * size), np.zeros(n * size))
     elif op == "alltoall-small":  # blocks of 100 doubles: through the leaders
