@@ -48,6 +48,7 @@ class Comm:
         self._engine = engine
         self._p2p = p2p
         self._coll = coll
+        self._cctx = None  # _collectives' context for this communicator, made on first use
         self._name = name
         self._size = engine.layout.size
         self._rank = engine.vrank
