@@ -1,9 +1,9 @@
 """The measuring scripts in benchmarks/ still run against the library they measure.
 
-`coll_phases.py` repeats the steps of mmpi's collectives with the library's internals, so a
-change to those internals can break it silently; `poll_loops.py` times user polling loops. Each
-runs briefly here and must print its figures; the figures themselves are not judged (timing
-belongs to benchmarks/RESULTS.md, not to tests).
+`coll_phases.py` and `busy_slope.py` repeat the steps of mmpi's collectives with the library's
+internals, so a change to those internals can break them silently; `poll_loops.py` times user
+polling loops. Each runs briefly here and must print its figures; the figures themselves are
+not judged (timing belongs to benchmarks/RESULTS.md, not to tests).
 """
 
 import re
@@ -37,3 +37,13 @@ def test_poll_loops_report_a_one_way_time(bridged, how):
     job = bridged(str(BENCH / "poll_loops.py"), how, "200", low=1, high=1, timeout=100)
     assert job.returncode == 0, job.output
     assert re.search(rf"{how}: \d+\.\d us one way", job.stdout), job.output
+
+
+@pytest.mark.timeout(120)
+def test_busy_slope_reports_four_variants_and_a_slope(bridged):
+    job = bridged(str(BENCH / "busy_slope.py"), "4", low=2, high=2, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"call us: 0: \d+, 10: \d+, 20: \d+, 40: \d+; slope -?\d+\.\d$",
+                     job.stdout, re.M), job.output
+    assert len(re.findall(r"rank \d cpu us per call: 0: \d+, 10: \d+, 20: \d+, 40: \d+$",
+                          job.stdout, re.M)) == 4, job.output
