@@ -54,7 +54,8 @@ class Typed:
 # Checked datatypes: handle -> extent, and buffer format -> (datatype, extent). Both depend
 # only on the predefined datatype, so each is worked out once per process: `as_typed` on a
 # numpy array took 3.3 us, most of it here, and a small bridged Allreduce makes two per rank
-# (2+2 ranks on 2 cores: the call ran 30-60 us slower than its body, see _collectives).
+# (2+2 ranks on 2 cores: the call ran 30-60 us slower than its body; benchmarks/RESULTS.md,
+# "Per-call Python").
 _EXTENTS: dict[int, int] = {}
 _FORMATS: dict[str, tuple[MPI.Datatype, int]] = {}
 _NDARRAYS: dict[np.dtype, tuple[MPI.Datatype, int]] = {}  # numpy dtype -> the same

@@ -57,7 +57,7 @@ class _Ctx:
         Built once per communicator: every field but `op` is fixed, and on a bridged job's
         oversubscribed cores each microsecond a rank spends before the first message costs
         about three in the call (2+2 ranks: busy work added to every rank of an 8 B
-        Allreduce made it 3.0-3.4 us longer per us).
+        Allreduce made it 2.8-3.8 us longer per us; benchmarks/busy_slope.py).
         """
         comm._engine.check()
         c = comm._cctx
