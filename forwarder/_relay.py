@@ -76,6 +76,10 @@ class Relay(threading.Thread):
         self._byes = 0
         self._on_error = on_error
         self._st = MPI.Status()
+        # Large transfers may be moved by a thread of their own (`move`): this guards them,
+        # and `_wake` rouses that thread when one arrives.
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
         self.messages = 0
         self.bytes = 0
 
@@ -105,7 +109,10 @@ class Relay(threading.Thread):
                 busy.idle()
 
     def poll(self) -> bool:
-        """One round: take new envelopes, advance transfers, reap sends; True if any work."""
+        """One round: take new envelopes, relay eager messages, advance transfers, reap sends.
+
+        True if there was any work. Safe alongside `move` in another thread.
+        """
         did = False
         st = self._st
         ctrl = self.src.ctrl
@@ -117,11 +124,41 @@ class Relay(threading.Thread):
                 break
             self._on_message(msg, st.Get_source(), st.Get_tag(), st.Get_count(_BYTE))
             did = True
-        if self._transfers and self._advance():
-            did = True
         if self._inflight and self._reap():
             did = True
+        # Transfers too, unless this direction's mover has them in hand right now: a message
+        # of one chunk is done quicker here than after waking another thread (split mode).
+        if self._transfers and self._lock.acquire(blocking=False):
+            try:
+                if self._advance():
+                    did = True
+            finally:
+                self._lock.release()
         return did
+
+    def move(self, stop) -> None:
+        """Move large transfers until `stop()`; sleep (no CPU, no GIL) while there are none.
+
+        For the split mode: one thread polls both directions (`poll`) and relays every small
+        and single-chunk message itself; a message of several chunks also wakes its
+        direction's mover, which then advances the transfers alongside until none is left.
+        So an idle direction costs nothing, small messages never wait for the GIL of a second
+        polling thread, and two streams in opposite directions are moved by two threads.
+        """
+        busy = Backoff()
+        lock, wake = self._lock, self._wake
+        while not stop():
+            with lock:
+                active = bool(self._transfers)
+                did = active and self._advance()
+            if did:
+                busy.reset()
+            elif active:
+                busy.idle()
+            else:
+                wake.wait(0.05)
+                wake.clear()
+                busy.reset()
 
     # -- envelopes ----------------------------------------------------------------------
     def _on_message(self, msg: MPI.Message, source: int, tag: int, count: int) -> None:
@@ -149,10 +186,13 @@ class Relay(threading.Thread):
             self._inflight.append(self.dst.ctrl.Isend([buf, _BYTE], local, P.T_LARGE))
             self._inflight_bufs.append(buf)
             self._inflight_bytes += count
-            self._transfers.append(
-                _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
-            )
-            self._pairs[source, local] = self._pairs.get((source, local), 0) + 1
+            with self._lock:
+                self._transfers.append(
+                    _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
+                )
+                self._pairs[source, local] = self._pairs.get((source, local), 0) + 1
+            if env.nbytes > env.chunk:
+                self._wake.set()  # a stream of chunks: worth a thread of its own (`move`)
             self.messages += 1
             self.bytes += env.nbytes
         elif tag == P.T_BYE:

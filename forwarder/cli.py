@@ -11,6 +11,14 @@ from mmpi import _rendezvous as R
 from mmpi.errors import MMPIError
 
 
+def _default_mode() -> str:
+    """MMPI_FWD_MODE, else the older MMPI_FWD_THREADS (1: single, 2: direction), else split."""
+    mode = os.environ.get("MMPI_FWD_MODE")
+    if mode:
+        return mode
+    return {"1": "single", "2": "direction"}.get(os.environ.get("MMPI_FWD_THREADS", ""), "split")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one forwarder, map errors to exit codes."""
     ap = argparse.ArgumentParser(prog="mmpi-forwarder", description=__doc__)
@@ -20,9 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--connect-timeout", type=float, default=60.0,
                     help="seconds to wait for both clusters to connect")
     ap.add_argument("--chunk", type=int, default=None, help="chunk size of large messages")
-    ap.add_argument("--threads", type=int, choices=(1, 2),
-                    default=int(os.environ.get("MMPI_FWD_THREADS", 2)),
-                    help="relay threads: 2 = one per direction (full duplex), 1 = shared")
+    ap.add_argument("--mode", choices=("split", "direction", "single"), default=_default_mode(),
+                    help="relay threads: split = one for all envelopes and small messages plus "
+                         "one per direction for large transfers (default); direction = one "
+                         "per direction for everything; single = one for everything")
     args, _ = ap.parse_known_args(argv)  # extra words (e.g. test markers) are ignored
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")
@@ -32,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return Forwarder(args.rendezvous, index=args.index,
                          connect_timeout=args.connect_timeout, chunk=chunk,
-                         threads=args.threads).run()
+                         mode=args.mode).run()
     except MMPIError as exc:
         print(f"mmpi-forwarder[{args.index}]: {exc}", file=sys.stderr, flush=True)
         return 1

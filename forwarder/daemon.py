@@ -40,6 +40,8 @@ DEFAULT_DEPTH = 2
 # earlier try with 8 for every case, 3679 [3052-3709] against 2921 [1724-3138], but one
 # stream's bw fell (4716 against 5771 MB/s), hence one pool size per case. 1 MiB: the same.
 DEFAULT_POOL_MANY = int(os.environ.get("MMPI_FWD_POOL_MANY", 8))
+# How the relay work is spread over threads (see Forwarder._serve).
+MODES = ("split", "direction", "single")
 # Seconds a connected process has to prove it belongs to the job.
 HELLO_TIMEOUT = float(os.environ.get("MMPI_HELLO_TIMEOUT", 10.0))
 
@@ -56,7 +58,7 @@ class Forwarder:
                  chunk: int = DEFAULT_CHUNK, pool_chunks: int = DEFAULT_POOL,
                  depth: int = DEFAULT_DEPTH,
                  eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
-                 threads: int = 2, log=None) -> None:
+                 mode: str = "split", log=None) -> None:
         self.rendezvous = Path(rendezvous)
         self.index = index
         self.connect_timeout = connect_timeout
@@ -65,7 +67,9 @@ class Forwarder:
         self.depth = depth
         self.eager_max = eager_max
         self.eager_budget = eager_budget
-        self.threads = threads
+        if mode not in MODES:
+            raise BridgeError(f"unknown relay mode {mode!r}; one of {', '.join(MODES)}")
+        self.mode = mode
         self.log = log or (lambda msg: print(f"mmpi-forwarder[{index}]: {msg}", flush=True))
         self.links: dict[str, Link] = {}
         self.relays: list[Relay] = []
@@ -163,15 +167,28 @@ class Forwarder:
                     pool_many=DEFAULT_POOL_MANY,
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
         self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
-        if self.threads == 2:
+        if self.mode == "direction":
             for r in self.relays:
                 r.start()
             self._heartbeat(lambda: any(r.is_alive() for r in self.relays))
             for r in self.relays:
                 r.join()
         else:
-            threading.Thread(target=self._serve_single, daemon=True).start()
-            self._heartbeat(lambda: not all(r.finished for r in self.relays))
+            def done() -> bool:
+                return all(r.finished for r in self.relays)
+
+            split = self.mode == "split"
+            threads = [threading.Thread(target=self._serve, daemon=True,
+                                        name="relay-envelopes" if split else "relay")]
+            if split:
+                threads += [threading.Thread(target=self._guard, args=(r, r.move, done),
+                                             daemon=True, name=f"move-{r.name_short}")
+                            for r in self.relays]
+            for t in threads:
+                t.start()
+            self._heartbeat(lambda: not done())
+            for t in threads:
+                t.join()
         # Every rank has said BYE and every relayed byte is delivered: release and close.
         # Should closing stall (MPI gives no timeout here), show where before the launcher's
         # grace period ends and it kills us.
@@ -203,17 +220,16 @@ class Forwarder:
         # even after its send is done. (Seen as a forwarder stuck in Disconnect after a job.)
         MPI.Request.Waitall(pending)
 
-    # Measured on 2 cores, 1+1 ranks. An earlier session (4 runs of benchmarks/p2p_bench.py):
-    # a thread per direction 42 us (8 B one-way) / 2.9 GB/s (4 MiB) / 3.1 GB/s (both ways), one
-    # shared thread 40 us / 3.2 / 3.3, within noise. Later (4 alternating runs of mmpi-bench,
-    # medians): a thread per direction 34 us [26-38] / 6.7 GB/s / 7.6 GB/s, a shared thread
-    # 25 us [23-35] / 7.5 / 7.2, collectives on 2+2 the same within noise. The bare-mpi4py
-    # relay of benchmarks/floor shows the cause: 23-38 us one-way with a thread per direction,
-    # 12-15 us with one, i.e. the GIL handed between two polling threads. The default stays a
-    # thread per direction, the design issue 2 asks for (each direction served by its own
-    # thread); MMPI_FWD_THREADS=1 selects the shared thread for latency-bound jobs.
-    def _serve_single(self) -> None:
-        """Both directions from one thread (for comparison: no concurrency, no GIL handoffs)."""
+    # The relay modes, measured on 2 cores. An earlier session, 1+1 ranks, 4 alternating runs
+    # of mmpi-bench: a thread per direction 34 us [26-38] (8 B one way) / 6.7 GB/s (4 MiB) /
+    # 7.6 GB/s (both ways), one shared thread 25 us [23-35] / 7.5 / 7.2. The bare-mpi4py relay
+    # of benchmarks/floor shows the cause: 23-38 us one way with a thread per direction, 12-15
+    # us with one, i.e. the GIL handed between two polling threads. Hence "split", the
+    # default: one thread polls for the envelopes of both directions and relays small
+    # messages (one poller, no GIL hand-overs), and each direction's large transfers move in a
+    # thread of their own, which sleeps while there are none (full duplex where it matters).
+    def _serve(self) -> None:
+        """Poll both directions from one thread (with movers alongside in split mode)."""
         busy = Backoff()
         relays = self.relays
         try:
@@ -228,6 +244,12 @@ class Forwarder:
                     busy.idle()
         except BaseException as exc:
             self._relay_failed(relays[0], exc)
+
+    def _guard(self, relay: Relay, fn, *args) -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:
+            self._relay_failed(relay, exc)
 
     def summary(self, elapsed: float) -> str:
         """One line: messages and bytes per direction."""

@@ -536,7 +536,7 @@ class Engine:
             req._start([ctx.comm.Isend([view, n, _BYTE], local, tag)])
         elif n <= self.eager_max:
             buf = bytearray(P.ENVELOPE_SIZE + n)
-            P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n).pack_into(buf)
+            P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n)
             buf[P.ENVELOPE_SIZE:] = view
             req._keep = buf
             ctrl = self.links[P.route(self.vrank, dest, self.nfwd)][0]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import ProtocolError
 
@@ -56,10 +56,7 @@ ENVELOPE_SIZE = _ENVELOPE.size
 MAX_XFER = (1 << 28) - 1  # chunk tags stay well below MPICH's TAG_UB (2**29 - 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    """Addressing of one message: who sends to whom, with which tag, on which context."""
-
+class _Fields(NamedTuple):
     kind: int
     src: int  # virtual rank of the sender
     dst: int  # virtual rank of the receiver
@@ -71,11 +68,21 @@ class Envelope:
     flags: int = 0
     aux: int = 0  # stripe-set id of a striped message and of its stripes
 
-    def __post_init__(self) -> None:
-        if self.nbytes < 0:
-            raise ProtocolError(f"envelope with negative size {self.nbytes}")
-        if self.chunk < 0 or (self.nbytes > 0 and self.chunk == 0 and self.xfer != 0):
-            raise ProtocolError(f"envelope with bad chunk size {self.chunk}")
+
+class Envelope(_Fields):
+    """Addressing of one message: who sends to whom, with which tag, on which context.
+
+    An immutable tuple: every message that crosses is decoded into one on each rank, and a
+    frozen dataclass took 2.0 us to build there against 0.6 us for this (2 cores, idle).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, kind: int, src: int, dst: int, tag: int, context: int, nbytes: int,
+                chunk: int = 0, xfer: int = 0, flags: int = 0, aux: int = 0) -> Envelope:
+        """Build an envelope; a negative size or an inconsistent chunk is a ProtocolError."""
+        _check(nbytes, chunk, xfer)
+        return tuple.__new__(cls, (kind, src, dst, tag, context, nbytes, chunk, xfer, flags, aux))
 
     def pack(self) -> bytes:
         """Encode the envelope to its wire form."""
@@ -99,6 +106,24 @@ class Envelope:
         return -(-self.nbytes // self.chunk)
 
 
+def _check(nbytes: int, chunk: int, xfer: int) -> None:
+    if nbytes < 0:
+        raise ProtocolError(f"envelope with negative size {nbytes}")
+    if chunk < 0 or (nbytes > 0 and chunk == 0 and xfer != 0):
+        raise ProtocolError(f"envelope with bad chunk size {chunk}")
+
+
+def pack_eager_into(buf, src: int, dst: int, tag: int, context: int, nbytes: int) -> None:
+    """Encode the envelope of an eager point-to-point message at the start of `buf`.
+
+    The same bytes as `Envelope(K_P2P, src, dst, tag, context, nbytes).pack_into(buf)`,
+    without building the tuple: every small message a rank sends across pays for this.
+    """
+    if nbytes < 0:
+        raise ProtocolError(f"envelope with negative size {nbytes}")
+    _ENVELOPE.pack_into(buf, 0, VERSION, K_P2P, 0, src, dst, tag, context, nbytes, 0, 0, 0)
+
+
 def unpack(buf) -> Envelope:
     """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
     if len(buf) < ENVELOPE_SIZE:
@@ -107,7 +132,8 @@ def unpack(buf) -> Envelope:
         _ENVELOPE.unpack_from(buf)
     if version != VERSION:
         raise ProtocolError(f"peer speaks protocol version {version}, we speak {VERSION}")
-    return Envelope(kind, src, dst, tag, ctx, nbytes, chunk, xfer, flags, aux)
+    _check(nbytes, chunk, xfer)
+    return tuple.__new__(Envelope, (kind, src, dst, tag, ctx, nbytes, chunk, xfer, flags, aux))
 
 
 def dst_of(buf) -> int:
