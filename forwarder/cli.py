@@ -12,11 +12,12 @@ from mmpi.errors import MMPIError
 
 
 def _default_mode() -> str:
-    """MMPI_FWD_MODE, else the older MMPI_FWD_THREADS (1: single, 2: direction), else split."""
+    """MMPI_FWD_MODE, else the older MMPI_FWD_THREADS (1: single, 2: direction), else direction."""
     mode = os.environ.get("MMPI_FWD_MODE")
     if mode:
         return mode
-    return {"1": "single", "2": "direction"}.get(os.environ.get("MMPI_FWD_THREADS", ""), "split")
+    threads = os.environ.get("MMPI_FWD_THREADS", "")
+    return {"1": "single", "2": "direction"}.get(threads, "direction")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,9 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="seconds to wait for both clusters to connect")
     ap.add_argument("--chunk", type=int, default=None, help="chunk size of large messages")
     ap.add_argument("--mode", choices=("split", "direction", "single"), default=_default_mode(),
-                    help="relay threads: split = one for all envelopes and small messages plus "
-                         "one per direction for large transfers (default); direction = one "
-                         "per direction for everything; single = one for everything")
+                    help="relay threads: direction = one per direction (default); split = one "
+                         "for all envelopes and small messages plus one per direction for "
+                         "multi-chunk transfers; single = one for everything")
     args, _ = ap.parse_known_args(argv)  # extra words (e.g. test markers) are ignored
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")

@@ -41,7 +41,7 @@ DEFAULT_DEPTH = 2
 # stream's bw fell (4716 against 5771 MB/s), hence one pool size per case. 1 MiB: the same.
 DEFAULT_POOL_MANY = int(os.environ.get("MMPI_FWD_POOL_MANY", 8))
 # How the relay work is spread over threads (see Forwarder._serve).
-MODES = ("split", "direction", "single")
+MODES = ("direction", "split", "single")
 # Seconds a connected process has to prove it belongs to the job.
 HELLO_TIMEOUT = float(os.environ.get("MMPI_HELLO_TIMEOUT", 10.0))
 
@@ -58,7 +58,7 @@ class Forwarder:
                  chunk: int = DEFAULT_CHUNK, pool_chunks: int = DEFAULT_POOL,
                  depth: int = DEFAULT_DEPTH,
                  eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
-                 mode: str = "split", log=None) -> None:
+                 mode: str = "direction", log=None) -> None:
         self.rendezvous = Path(rendezvous)
         self.index = index
         self.connect_timeout = connect_timeout
@@ -224,10 +224,15 @@ class Forwarder:
     # of mmpi-bench: a thread per direction 34 us [26-38] (8 B one way) / 6.7 GB/s (4 MiB) /
     # 7.6 GB/s (both ways), one shared thread 25 us [23-35] / 7.5 / 7.2. The bare-mpi4py relay
     # of benchmarks/floor shows the cause: 23-38 us one way with a thread per direction, 12-15
-    # us with one, i.e. the GIL handed between two polling threads. Hence "split", the
-    # default: one thread polls for the envelopes of both directions and relays small
-    # messages (one poller, no GIL hand-overs), and each direction's large transfers move in a
-    # thread of their own, which sleeps while there are none (full duplex where it matters).
+    # us with one, i.e. the GIL handed between two polling threads. Hence "split": one thread
+    # polls both directions and relays small and single-chunk messages (one poller, no GIL
+    # hand-overs), and each direction's multi-chunk transfers also get a mover thread, which
+    # sleeps while there are none. Three alternating mmpi-bench rounds, split against
+    # direction: 8 B one way 31 against 45 us, 64 KiB 49 against 78 us (another three: 79
+    # against 80), but 1 MiB 365 against 256 us, Bcast 1 MiB 532-618 against 436-471 us: a
+    # second thread's MPI calls also drive MPICH's progress, which big rendezvous copies need
+    # (waking the mover for them from 256 KiB did not win it back). So the default stays a
+    # thread per direction; split and single are there for latency-bound jobs.
     def _serve(self) -> None:
         """Poll both directions from one thread (with movers alongside in split mode)."""
         busy = Backoff()

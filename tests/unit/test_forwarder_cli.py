@@ -8,11 +8,11 @@ from mmpi.errors import BridgeError
 
 
 @pytest.mark.parametrize("env,expected", [
-    ({}, "split"),
+    ({}, "direction"),
     ({"MMPI_FWD_MODE": "single"}, "single"),
     ({"MMPI_FWD_THREADS": "2"}, "direction"),  # the older knob still means what it meant
     ({"MMPI_FWD_THREADS": "1"}, "single"),
-    ({"MMPI_FWD_MODE": "direction", "MMPI_FWD_THREADS": "1"}, "direction"),
+    ({"MMPI_FWD_MODE": "split", "MMPI_FWD_THREADS": "1"}, "split"),
 ])
 def test_default_mode_from_environment(monkeypatch, env, expected):
     monkeypatch.delenv("MMPI_FWD_MODE", raising=False)
