@@ -178,8 +178,8 @@ class Forwarder:
                 return all(r.finished for r in self.relays)
 
             split = self.mode == "split"
-            threads = [threading.Thread(target=self._serve, daemon=True,
-                                        name="relay-envelopes" if split else "relay")]
+            threads = [threading.Thread(target=self._guard, args=(self.relays[0], self._serve),
+                                        daemon=True, name="relay-envelopes" if split else "relay")]
             if split:
                 threads += [threading.Thread(target=self._guard, args=(r, r.move, done),
                                              daemon=True, name=f"move-{r.name_short}")
@@ -237,20 +237,18 @@ class Forwarder:
         """Poll both directions from one thread (with movers alongside in split mode)."""
         busy = Backoff()
         relays = self.relays
-        try:
-            while not all(r.finished for r in relays):
-                did = False
-                for r in relays:
-                    if r.poll():
-                        did = True
-                if did:
-                    busy.reset()
-                else:
-                    busy.idle()
-        except BaseException as exc:
-            self._relay_failed(relays[0], exc)
+        while not all(r.finished for r in relays):
+            did = False
+            for r in relays:
+                if r.poll():
+                    did = True
+            if did:
+                busy.reset()
+            else:
+                busy.idle()
 
     def _guard(self, relay: Relay, fn, *args) -> None:
+        """Run `fn(*args)` in a relay thread; an error there takes the forwarder down."""
         try:
             fn(*args)
         except BaseException as exc:

@@ -119,8 +119,7 @@ def pack_eager_into(buf, src: int, dst: int, tag: int, context: int, nbytes: int
     The same bytes as `Envelope(K_P2P, src, dst, tag, context, nbytes).pack_into(buf)`,
     without building the tuple: every small message a rank sends across pays for this.
     """
-    if nbytes < 0:
-        raise ProtocolError(f"envelope with negative size {nbytes}")
+    _check(nbytes, 0, 0)
     _ENVELOPE.pack_into(buf, 0, VERSION, K_P2P, 0, src, dst, tag, context, nbytes, 0, 0, 0)
 
 
