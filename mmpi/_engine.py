@@ -6,9 +6,10 @@ Every receive goes through our own matcher (`_matching`), fed by matched probes 
 both transports, so ANY_SOURCE sees both clusters and MPI's ordering rules hold across them.
 
 Rule 1: nothing here blocks inside MPI. Waits poll `progress()` with back-off, so a rank that
-        waits for one thing always keeps draining the forwarder link; the forwarder can then
-        never be stuck behind a rank that is waiting for something else (no deadlock through
-        the relay), and idle ranks leave the CPU to others.
+        waits for one thing keeps draining the forwarder link; the forwarder can then never
+        be stuck behind a rank that is waiting for something else (no deadlock through the
+        relay), and idle ranks leave the CPU to others. A wait for native requests alone
+        drains on every few polls only (`wait_all`): later, but never not at all.
 Rule 2: a local message is left inside MPI (as an `MPI.Message` handle) until a receive
         matches it, then received straight into the user's buffer: no extra copy.
 Rule 3: a forwarded large message is received chunk by chunk straight into the user's buffer
@@ -41,6 +42,9 @@ from .request import Request
 _BYTE = MPI.BYTE
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
+# How often a wait for native requests alone drains the bridge (see `Engine.wait_all`), and
+# how often any wait checks that the forwarder is still heard from.
+_DRAIN_EVERY = max(1, int(os.environ.get("MMPI_DRAIN_EVERY", 16)))
 
 
 class _Posted:
@@ -176,6 +180,7 @@ class Engine:
         self._coll_op = ""
         self._in_coll = False  # inside a collective call
         self._closing = False
+        self._waiting = Backoff()  # for waits (one at a time: none is made inside another)
         self._test_wait = Backoff()  # for user loops of Test / Iprobe (Rule 4)
         self._tested = 0.0  # when the last fruitless test returned
         self.finalized = False
@@ -312,19 +317,28 @@ class Engine:
             return
         if self.broken is not None:
             raise self.broken
-        backoff = Backoff()
+        backoff = self._waiting
+        backoff.reset()
         progress = self.progress
         # Silence counts only while we wait: after a long computation the heartbeats queued
         # meanwhile take a few polls to come in (seen: none on the first poll after 4 s).
         since = time.monotonic()
+        polls = 0
         while True:
             if progress():
                 backoff.reset()
             if ready():
                 return
-            if time.monotonic() - max(min(self.heard), since) > self.lost_after:
-                self._lost()
+            polls += 1
+            if polls == _DRAIN_EVERY:
+                polls = 0
+                self._alive(since)
             backoff.idle()
+
+    def _alive(self, since: float) -> None:
+        """Raise ForwarderLost if a forwarder has been silent too long in a wait since `since`."""
+        if time.monotonic() - max(min(self.heard), since) > self.lost_after:
+            self._lost()
 
     def test(self, ready: Callable[[], bool]) -> bool:
         """For a test (Test, Iprobe, ...): whether `ready()` holds, progressing once if need be.
@@ -364,8 +378,30 @@ class Engine:
         raise self.broken
 
     def wait_all(self, natives: list[MPI.Request]) -> None:
-        """Wait for native requests while keeping the bridge drained."""
-        self.wait_for(lambda: MPI.Request.Testall(natives))
+        """Wait for native requests, draining the bridge on every `_DRAIN_EVERY`-th poll.
+
+        Nothing the bridge brings can complete a native request, so it is drained only now
+        and then (Rule 1), and the loop is kept bare: on oversubscribed cores each
+        microsecond a waiting rank spends in Python is taken from the rank or forwarder that
+        has work to do.
+        """
+        testall = MPI.Request.Testall
+        if testall(natives):
+            return
+        if self.broken is not None:
+            raise self.broken
+        backoff = self._waiting
+        backoff.reset()
+        since = time.monotonic()
+        polls = 0
+        while not testall(natives):
+            polls += 1
+            if polls == _DRAIN_EVERY:
+                polls = 0
+                if self.progress():
+                    backoff.reset()
+                self._alive(since)
+            backoff.idle()
 
     # -- receiving -----------------------------------------------------------------------
     def irecv(self, ctx: Context, view, source, tag, op: str, pickled: bool = False) -> Request:

@@ -126,14 +126,15 @@ def test_killed_forwarder_ends_the_job_under_mmpi_run():
 
 
 @pytest.mark.timeout(90)
-def test_ranks_detect_a_lost_forwarder_by_themselves(tmp_path):
+@pytest.mark.parametrize("mode", ["kill-forwarder", "kill-forwarder-in-barrier"])
+def test_ranks_detect_a_lost_forwarder_by_themselves(tmp_path, mode):
     """Three jobs started by hand (no mmpi-run watching): heartbeats must catch the loss."""
     from mmpi._rendezvous import make_dir
 
     rdv = make_dir(str(tmp_path))
     marker = f"fault-{uuid.uuid4().hex[:10]}"
     env = dict(os.environ, MMPI_RENDEZVOUS=str(rdv))
-    prog = [sys.executable, str(PROGS / "faults.py"), "kill-forwarder", "1", marker]
+    prog = [sys.executable, str(PROGS / "faults.py"), mode, "1", marker]
     fwd = subprocess.Popen(["mpiexec", "-n", "1", sys.executable, "-m", "forwarder",
                             "--rendezvous", str(rdv), marker], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)

@@ -1,7 +1,9 @@
 """Fault injection: `python faults.py MODE VRANK` makes one rank (or the forwarder) fail.
 
 Modes: raise (an exception), kill (SIGKILL itself), exit (sys.exit(3)), kill-forwarder (the
-given rank SIGKILLs the forwarder mid-transfer; its pid is in the rendezvous directory).
+given rank SIGKILLs the forwarder mid-transfer; its pid is in the rendezvous directory),
+kill-forwarder-in-barrier (the same, but every rank loops on Barrier, so that ranks wait in
+native requests, which drain the bridge only now and then).
 All ranks keep exchanging messages across the zipper, so a failure hits traffic in flight.
 """
 
@@ -31,11 +33,14 @@ for it in range(10**9):
             os.kill(os.getpid(), signal.SIGKILL)
         if mode == "exit":
             sys.exit(3)
-        if mode == "kill-forwarder":
+        if mode.startswith("kill-forwarder"):
             which = os.environ.get("MMPI_TEST_FORWARDER", "0")
             pid = int((Path(os.environ["MMPI_RENDEZVOUS"]) / f"forwarder.{which}.pid").read_text())
             os.kill(pid, signal.SIGKILL)
-    comm.Sendrecv(out, peer, 1, buf, MPI.ANY_SOURCE, 1)
+    if mode.endswith("-in-barrier"):
+        comm.Barrier()
+    else:
+        comm.Sendrecv(out, peer, 1, buf, MPI.ANY_SOURCE, 1)
     if time.monotonic() - t0 > 60:
         break
 print(f"rank {rank}: survived", flush=True)
