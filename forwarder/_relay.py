@@ -1,7 +1,9 @@
 """One relay direction (e.g. low -> high): envelopes, eager payloads and pipelined chunks.
 
-Each direction runs in its own thread and touches only its source link for receiving and its
-destination link for sending, so the two directions proceed at the same time (full duplex).
+A relay touches only its source link for receiving and its destination link for sending.
+Both directions proceed at the same time (full duplex): by default one thread polls both and
+moves their envelopes and small messages, and each direction's mover thread moves its
+multi-chunk streams (`poll`, `move`); or each direction has a polling thread of its own.
 
 Rule 1: envelopes are handled strictly in arrival order and forwarded at once, so MPI's
         per-sender order is kept end to end (the receiver matches in envelope order).

@@ -12,12 +12,12 @@ from mmpi.errors import MMPIError
 
 
 def _default_mode() -> str:
-    """MMPI_FWD_MODE, else the older MMPI_FWD_THREADS (1: single, 2: direction), else direction."""
+    """MMPI_FWD_MODE, else the older MMPI_FWD_THREADS (1: single, 2: direction), else split."""
     mode = os.environ.get("MMPI_FWD_MODE")
     if mode:
         return mode
     threads = os.environ.get("MMPI_FWD_THREADS", "")
-    return {"1": "single", "2": "direction"}.get(threads, "direction")
+    return {"1": "single", "2": "direction"}.get(threads, "split")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,9 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="seconds to wait for both clusters to connect")
     ap.add_argument("--chunk", type=int, default=None, help="chunk size of large messages")
     ap.add_argument("--mode", choices=("split", "direction", "single"), default=_default_mode(),
-                    help="relay threads: direction = one per direction (default); split = one "
-                         "for all envelopes and small messages plus one per direction for "
-                         "multi-chunk transfers; single = one for everything")
+                    help="relay threads: split = one for all envelopes, small and single-chunk "
+                         "messages plus one per direction for multi-chunk transfers (default); "
+                         "direction = one per direction; single = one for everything")
     args, _ = ap.parse_known_args(argv)  # extra words (e.g. test markers) are ignored
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")

@@ -58,7 +58,7 @@ class Forwarder:
                  chunk: int = DEFAULT_CHUNK, pool_chunks: int = DEFAULT_POOL,
                  depth: int = DEFAULT_DEPTH,
                  eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
-                 mode: str = "direction", log=None) -> None:
+                 mode: str = "split", log=None) -> None:
         self.rendezvous = Path(rendezvous)
         self.index = index
         self.connect_timeout = connect_timeout
@@ -224,15 +224,17 @@ class Forwarder:
     # of mmpi-bench: a thread per direction 34 us [26-38] (8 B one way) / 6.7 GB/s (4 MiB) /
     # 7.6 GB/s (both ways), one shared thread 25 us [23-35] / 7.5 / 7.2. The bare-mpi4py relay
     # of benchmarks/floor shows the cause: 23-38 us one way with a thread per direction, 12-15
-    # us with one, i.e. the GIL handed between two polling threads. Hence "split": one thread
-    # polls both directions and relays small and single-chunk messages (one poller, no GIL
-    # hand-overs), and each direction's multi-chunk transfers also get a mover thread, which
-    # sleeps while there are none. Three alternating mmpi-bench rounds, split against
-    # direction: 8 B one way 31 against 45 us, 64 KiB 49 against 78 us (another three: 79
-    # against 80), but 1 MiB 365 against 256 us, Bcast 1 MiB 532-618 against 436-471 us: a
-    # second thread's MPI calls also drive MPICH's progress, which big rendezvous copies need
-    # (waking the mover for them from 256 KiB did not win it back). So the default stays a
-    # thread per direction; split and single are there for latency-bound jobs.
+    # us with one, i.e. the GIL handed between two polling threads. Hence "split", the
+    # default: one thread polls both directions and relays small and single-chunk messages
+    # (one poller, no GIL hand-overs), and each direction's multi-chunk transfers also get a
+    # mover thread, which sleeps while there are none. Five A/B series of 7-8 alternating
+    # mmpi-bench rounds each, split against direction, bridged medians: 64 KiB one way 60-73
+    # against 71-106 us, Barrier 93-116 against 116-139 us, 8 B Allreduce 137-153 against
+    # 167-226 us, 1 MiB Allreduce 1495-1873 against 1667-1986 us, 64 KiB Alltoall 436-468
+    # against 573-690 us, Bcast 1 MiB even (537-723 against 564-622 us); bidirectional 1 MiB
+    # streams lose (4474-6772 against 4742-7515 MB/s, worse in 3 of 4), as both directions'
+    # single-chunk messages share the poller. Waking the movers whenever both directions
+    # carry large messages won those back but lost 1 MiB Allreduce and 64 KiB Alltoall.
     def _serve(self) -> None:
         """Poll both directions from one thread (with movers alongside in split mode)."""
         busy = Backoff()

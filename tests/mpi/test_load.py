@@ -35,9 +35,9 @@ def test_soak_random_sizes_tags_and_peers(bridged, low, high, seed):
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("mode", ["split", "single"])
+@pytest.mark.parametrize("mode", ["direction", "single"])
 def test_soak_in_the_other_relay_modes(bridged, mode):
-    # The default mode ("direction") runs in every other test; these keep the two others honest.
+    # The default mode ("split") runs in every other test; these keep the two others honest.
     job = bridged("soak.py", "4", "3", low=2, high=2, timeout=90,
                   env={"MMPI_FWD_MODE": mode})
     assert job.returncode == 0, job.output

@@ -8,7 +8,7 @@ from mmpi.errors import BridgeError
 
 
 @pytest.mark.parametrize("env,expected", [
-    ({}, "direction"),
+    ({}, "split"),
     ({"MMPI_FWD_MODE": "single"}, "single"),
     ({"MMPI_FWD_THREADS": "2"}, "direction"),  # the older knob still means what it meant
     ({"MMPI_FWD_THREADS": "1"}, "single"),
