@@ -2,8 +2,9 @@
 
 Modes: raise (an exception), kill (SIGKILL itself), exit (sys.exit(3)), kill-forwarder (the
 given rank SIGKILLs the forwarder mid-transfer; its pid is in the rendezvous directory),
-kill-forwarder-in-barrier (the same, but every rank loops on Barrier, so that ranks wait in
-native requests, which drain the bridge only now and then).
+kill-forwarder-in-native-wait (the same in a loop of Barriers, 2+2 ranks, while both leaders
+compute outside MPI for 40 s: the other ranks wait in the Barrier's native part, and only
+that wait can notice the loss).
 All ranks keep exchanging messages across the zipper, so a failure hits traffic in flight.
 """
 
@@ -37,7 +38,9 @@ for it in range(10**9):
             which = os.environ.get("MMPI_TEST_FORWARDER", "0")
             pid = int((Path(os.environ["MMPI_RENDEZVOUS"]) / f"forwarder.{which}.pid").read_text())
             os.kill(pid, signal.SIGKILL)
-    if mode.endswith("-in-barrier"):
+    if mode.endswith("-in-native-wait"):
+        if it == 20 and rank in (0, size // 2):
+            time.sleep(40)  # the leaders, computing
         comm.Barrier()
     else:
         comm.Sendrecv(out, peer, 1, buf, MPI.ANY_SOURCE, 1)
