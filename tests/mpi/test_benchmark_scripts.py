@@ -1,9 +1,10 @@
 """The measuring scripts in benchmarks/ still run against the library they measure.
 
-`coll_phases.py` and `busy_slope.py` repeat the steps of mmpi's collectives with the library's
-internals, so a change to those internals can break them silently; `poll_loops.py` times user
-polling loops. Each runs briefly here and must print its figures; the figures themselves are
-not judged (timing belongs to benchmarks/RESULTS.md, not to tests).
+`coll_phases.py`, `busy_slope.py` and `allreduce_parts.py` repeat the steps of mmpi's
+collectives with the library's internals, so a change to those internals can break them
+silently; `poll_loops.py` times user polling loops. Each runs briefly here and must print its
+figures; the figures themselves are not judged (timing belongs to benchmarks/RESULTS.md, not
+to tests).
 """
 
 import re
@@ -47,3 +48,11 @@ def test_busy_slope_reports_four_variants_and_a_slope(bridged):
                      job.stdout, re.M), job.output
     assert len(re.findall(r"rank \d cpu us per call: 0: \d+, 10: \d+, 20: \d+, 40: \d+$",
                           job.stdout, re.M)) == 4, job.output
+
+
+@pytest.mark.timeout(120)
+def test_allreduce_parts_reports_the_four_ways(bridged):
+    job = bridged(str(BENCH / "allreduce_parts.py"), "2", low=2, high=2, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"us per call: Barrier \d+, Allreduce \d+, bare body \d+, "
+                     r"bare body with barriers \d+$", job.stdout, re.M), job.output

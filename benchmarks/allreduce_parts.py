@@ -1,0 +1,61 @@
+"""Where a small bridged Allreduce's time goes: native parts, crossing, or the call around them.
+
+`mmpi-run --low 2 --high 2 -- python benchmarks/allreduce_parts.py [ROUNDS]` alternates, in
+one job, four ways of doing the same messages: the library's Barrier; the library's 8 B
+Allreduce; that Allreduce's bare body (native reduce to the leader, the leaders' 8 B crossing,
+native bcast: the library's internals with numpy buffers, no argument handling or checks); and
+the bare body with `Ibarrier` in place of the reduce and the bcast. It prints the median time
+per call of each. Body against Barrier shows the cost of an 8 B payload and its combine; call
+against body, the cost of the library's argument handling on oversubscribed cores.
+"""
+
+import statistics
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI as native
+
+from mmpi import MPI
+from mmpi import _collectives as C
+
+w = MPI.COMM_WORLD
+c = C._Ctx.of(w, "allreduce_parts")
+now = time.perf_counter
+rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 12
+x, y = np.ones(2, np.float32), np.empty(2, np.float32)
+theirs = np.empty(3, np.float32)  # one spare element, as the library's crossing has
+
+
+def body(reduce: bool) -> None:
+    """The leader scheme of `_collectives.allreduce` (or the same with barriers), bare."""
+    L = c.L
+    if c.leader:
+        c.wait(L.Ireduce(x, y, native.SUM, 0) if reduce else L.Ibarrier())
+        c.wait(c.recv(theirs, c.peer, 107, "allreduce_parts"), c.send(y, c.peer, 107))
+        np.add(y, theirs[:2], out=y)
+    else:
+        c.wait(L.Ireduce(x, None, native.SUM, 0) if reduce else L.Ibarrier())
+    c.wait(L.Ibcast(y, 0) if reduce else L.Ibarrier())
+
+
+ways = {
+    "Barrier": w.Barrier,
+    "Allreduce": lambda: w.Allreduce(x, y, MPI.SUM),
+    "bare body": lambda: body(True),
+    "bare body with barriers": lambda: body(False),
+}
+times = {name: [] for name in ways}
+for i in range(rounds):
+    for name in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
+        f = ways[name]
+        w.Barrier()
+        for _ in range(10):
+            f()
+        t0 = now()
+        for _ in range(200):
+            f()
+        times[name].append((now() - t0) / 200 * 1e6)
+if w.Get_rank() == 0:
+    print("us per call: " + ", ".join(f"{name} {statistics.median(t):.0f}"
+                                      for name, t in times.items()), flush=True)
