@@ -178,7 +178,8 @@ class Forwarder:
                 return all(r.finished for r in self.relays)
 
             split = self.mode == "split"
-            threads = [threading.Thread(target=self._guard, args=(self.relays[0], self._serve),
+            threads = [threading.Thread(target=self._guard,
+                                        args=(self.relays[0], self._serve, done),
                                         daemon=True, name="relay-envelopes" if split else "relay")]
             if split:
                 threads += [threading.Thread(target=self._guard, args=(r, r.move, done),
@@ -235,11 +236,11 @@ class Forwarder:
     # streams lose (4474-6772 against 4742-7515 MB/s, worse in 3 of 4), as both directions'
     # single-chunk messages share the poller. Waking the movers whenever both directions
     # carry large messages won those back but lost 1 MiB Allreduce and 64 KiB Alltoall.
-    def _serve(self) -> None:
-        """Poll both directions from one thread (with movers alongside in split mode)."""
+    def _serve(self, done) -> None:
+        """Poll both directions from one thread until `done()` (movers alongside in split)."""
         busy = Backoff()
         relays = self.relays
-        while not all(r.finished for r in relays):
+        while not done():
             did = False
             for r in relays:
                 if r.poll():
