@@ -42,9 +42,17 @@ from .request import Request
 _BYTE = MPI.BYTE
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
-# How often a wait for native requests alone drains the bridge (see `Engine.wait_all`), and
-# how often any wait checks that the forwarder is still heard from.
-_DRAIN_EVERY = max(1, int(os.environ.get("MMPI_DRAIN_EVERY", 16)))
+# How often a wait for the bridge checks that the forwarder is still heard from (polls).
+_ALIVE_EVERY = 16
+# A wait for native requests alone (`Engine.wait_all`) drains the bridge and checks liveness
+# once per this many seconds of waiting, and tests the requests this many times between two
+# yields of the CPU. Against draining on every 16th poll and one test per yield, 2+2 ranks,
+# the two alternated in one job (6 jobs): Barrier as fast or faster in 6 of 6 jobs (median
+# 3.5%), 8 B Allreduce faster in 5 (8%), 64 KiB Alltoall in 6 (5%); 1 MiB Bcast and
+# Allreduce even. The tests per yield make the difference: with one, the same loop was even
+# with the old one. (Testing the bridge several times per yield, in `wait_for`: no gain.)
+_NATIVE_DRAIN = max(0.0, float(os.environ.get("MMPI_NATIVE_DRAIN_US", 1000))) * 1e-6
+_TESTS_PER_YIELD = max(1, int(os.environ.get("MMPI_TESTS_PER_YIELD", 10)))
 
 
 class _Posted:
@@ -330,7 +338,7 @@ class Engine:
             if ready():
                 return
             polls += 1
-            if polls == _DRAIN_EVERY:
+            if polls == _ALIVE_EVERY:
                 polls = 0
                 self._alive(since)
             backoff.idle()
@@ -378,12 +386,14 @@ class Engine:
         raise self.broken
 
     def wait_all(self, natives: list[MPI.Request]) -> None:
-        """Wait for native requests, draining the bridge on every `_DRAIN_EVERY`-th poll.
+        """Wait for native requests: test them, yield, and drain the bridge now and then.
 
-        Nothing the bridge brings can complete a native request, so it is drained only now
-        and then (Rule 1), and the loop is kept bare: on oversubscribed cores each
-        microsecond a waiting rank spends in Python is taken from the rank or forwarder that
-        has work to do.
+        Nothing the bridge brings can complete a native request, so the bridge is drained
+        (and the forwarder's liveness checked) only once per `_NATIVE_DRAIN` of waiting: later,
+        but never not at all (Rule 1). Between two yields of the CPU the requests are tested
+        `_TESTS_PER_YIELD` times: a test costs a fraction of a yield, which on oversubscribed
+        cores is a context switch. Everything else is kept out of the loop: each microsecond
+        a waiting rank spends in Python is taken from the rank or forwarder that has work to do.
         """
         testall = MPI.Request.Testall
         if testall(natives):
@@ -393,14 +403,17 @@ class Engine:
         backoff = self._waiting
         backoff.reset()
         since = time.monotonic()
-        polls = 0
-        while not testall(natives):
-            polls += 1
-            if polls == _DRAIN_EVERY:
-                polls = 0
+        drain_at = _now() + _NATIVE_DRAIN
+        tests = range(_TESTS_PER_YIELD)
+        while True:
+            for _ in tests:
+                if testall(natives):
+                    return
+            if _now() >= drain_at:
                 if self.progress():
                     backoff.reset()
                 self._alive(since)
+                drain_at = _now() + _NATIVE_DRAIN
             backoff.idle()
 
     # -- receiving -----------------------------------------------------------------------
