@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from mmpi import _rendezvous as R
+from mmpi._knobs import env_int
 from mmpi.errors import MMPIError
 
 
@@ -36,10 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, _ = ap.parse_known_args(argv)  # extra words (e.g. test markers) are ignored
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")
-    from .daemon import DEFAULT_CHUNK, Forwarder
-
-    chunk = args.chunk or int(os.environ.get("MMPI_CHUNK", DEFAULT_CHUNK))
     try:
+        from .daemon import DEFAULT_CHUNK, Forwarder  # here: it reads knobs that may be wrong
+
+        chunk = args.chunk or env_int("MMPI_CHUNK", DEFAULT_CHUNK, minimum=1)
         return Forwarder(args.rendezvous, index=args.index,
                          connect_timeout=args.connect_timeout, chunk=chunk,
                          mode=args.mode).run()

@@ -19,6 +19,7 @@ from mpi4py import MPI
 from mmpi import _rendezvous as R
 from mmpi import protocol as P
 from mmpi._backoff import Backoff
+from mmpi._knobs import env_float, env_int
 from mmpi._topology import Layout
 from mmpi.errors import BridgeError, MMPIError
 
@@ -39,11 +40,11 @@ DEFAULT_DEPTH = 2
 # mmpi-bench runs each: 3214 [3166-3414] MB/s aggregate against 2997 [2782-3430] with 4; in an
 # earlier try with 8 for every case, 3679 [3052-3709] against 2921 [1724-3138], but one
 # stream's bw fell (4716 against 5771 MB/s), hence one pool size per case. 1 MiB: the same.
-DEFAULT_POOL_MANY = int(os.environ.get("MMPI_FWD_POOL_MANY", 8))
+DEFAULT_POOL_MANY = 8  # MMPI_FWD_POOL_MANY
 # How the relay work is spread over threads (see Forwarder._serve).
 MODES = ("direction", "split", "single")
-# Seconds a connected process has to prove it belongs to the job.
-HELLO_TIMEOUT = float(os.environ.get("MMPI_HELLO_TIMEOUT", 10.0))
+# Seconds a connected process has to prove it belongs to the job (MMPI_HELLO_TIMEOUT).
+HELLO_TIMEOUT = 10.0
 
 
 def rss_mib() -> float:
@@ -67,6 +68,9 @@ class Forwarder:
         self.depth = depth
         self.eager_max = eager_max
         self.eager_budget = eager_budget
+        # Knobs are read here, not at import, so that a bad one is reported like any error.
+        self.pool_many = env_int("MMPI_FWD_POOL_MANY", DEFAULT_POOL_MANY, minimum=1)
+        self.hello_timeout = env_float("MMPI_HELLO_TIMEOUT", HELLO_TIMEOUT, above=True)
         if mode not in MODES:
             raise BridgeError(f"unknown relay mode {mode!r}; one of {', '.join(MODES)}")
         self.mode = mode
@@ -110,10 +114,10 @@ class Forwarder:
     def _hello(self, ctrl: MPI.Intercomm, cluster: str) -> dict:
         st = MPI.Status()
         backoff = Backoff(spin=1e-3, max_sleep=5e-3)
-        deadline = time.monotonic() + HELLO_TIMEOUT
+        deadline = time.monotonic() + self.hello_timeout
         while (msg := ctrl.Improbe(0, P.T_HELLO, st)) is None:
             if time.monotonic() > deadline:
-                raise BridgeError(f"no HELLO within {HELLO_TIMEOUT:g} s")
+                raise BridgeError(f"no HELLO within {self.hello_timeout:g} s")
             backoff.idle()
         if st.Get_count(MPI.BYTE) > 4096:
             raise BridgeError(f"oversized HELLO of {st.Get_count(MPI.BYTE)} bytes")
@@ -164,7 +168,7 @@ class Forwarder:
                  f"(rss {rss_mib():.0f} MiB)")
         low, high = self.links["low"], self.links["high"]
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
-                    pool_many=DEFAULT_POOL_MANY,
+                    pool_many=self.pool_many,
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
         self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
         if self.mode == "direction":

@@ -16,17 +16,15 @@ from __future__ import annotations
 import os
 import time
 
+from ._knobs import env_float
+
 _now = time.perf_counter
 yield_cpu = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
-def _env_us(name: str, default: float) -> float:
-    return float(os.environ.get(name, default)) * 1e-6
-
-
-SPIN = _env_us("MMPI_SPIN_US", 0)
-YIELD = _env_us("MMPI_YIELD_US", 5000)
-MAX_SLEEP = _env_us("MMPI_MAX_SLEEP_US", 250)
+SPIN = env_float("MMPI_SPIN_US", 0) * 1e-6
+YIELD = env_float("MMPI_YIELD_US", 5000) * 1e-6
+MAX_SLEEP = env_float("MMPI_MAX_SLEEP_US", 250) * 1e-6
 
 
 def _tight_timer_slack() -> None:

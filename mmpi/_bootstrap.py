@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import _rendezvous as R
 from . import protocol as P
+from ._knobs import env_int
 from .errors import BridgeError
 
 _engine = None
@@ -58,9 +59,9 @@ def join():
     global _engine
     _engine = engine = Engine(
         cluster=cluster, local=world, links=links, layout=layout,
-        eager_max=int(os.environ.get("MMPI_EAGER_MAX", body["eager_max"])),
+        eager_max=env_int("MMPI_EAGER_MAX", body["eager_max"]),
         chunk=min(b["chunk"] for b in layouts),
-        stripe_min=int(os.environ.get("MMPI_STRIPE_MIN", 4 << 20)),
+        stripe_min=env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),
     )
     p2p, coll = engine.new_context(0), engine.new_context(1)
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).

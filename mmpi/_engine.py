@@ -25,7 +25,6 @@ Rule 5: a rank that has left (the forwarder's T_LEFT notice) fails what can only
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from mpi4py import MPI
 
 from . import protocol as P
 from ._backoff import Backoff, yield_cpu
+from ._knobs import env_float, env_int
 from ._matching import MatchQueues
 from ._topology import Layout
 from .errors import ForwarderLost, ProtocolError, RankGone, StateError, TruncationError
@@ -51,8 +51,8 @@ _ALIVE_EVERY = 16
 # 3.5%), 8 B Allreduce faster in 5 (8%), 64 KiB Alltoall in 6 (5%); 1 MiB Bcast and
 # Allreduce even. The tests per yield make the difference: with one, the same loop was even
 # with the old one. (Testing the bridge several times per yield, in `wait_for`: no gain.)
-_NATIVE_DRAIN = max(0.0, float(os.environ.get("MMPI_NATIVE_DRAIN_US", 1000))) * 1e-6
-_TESTS_PER_YIELD = max(1, int(os.environ.get("MMPI_TESTS_PER_YIELD", 10)))
+_NATIVE_DRAIN = env_float("MMPI_NATIVE_DRAIN_US", 1000) * 1e-6
+_TESTS_PER_YIELD = env_int("MMPI_TESTS_PER_YIELD", 10, minimum=1)
 
 
 class _Posted:
@@ -196,7 +196,7 @@ class Engine:
         # Liveness: the forwarder sends a heartbeat every protocol.HEARTBEAT seconds; MPI here
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
         self.heard = [time.monotonic()] * self.nfwd
-        self.lost_after = float(os.environ.get("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER))
+        self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER, above=True)
 
     # -- contexts ------------------------------------------------------------------------
     def new_context(self, cid: int) -> Context:

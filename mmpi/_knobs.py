@@ -1,0 +1,50 @@
+"""Tuning knobs read from the environment (`MMPI_*`): parsed in one place, errors name the knob.
+
+The knobs are for benchmarks and unusual machines. A typo in one must not surface as a bare
+`ValueError` from deep inside an import, nor be clamped silently into some other value: the
+error says which variable, what it held and what it may hold. Unset or empty means the default.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from .errors import UsageError
+
+
+def _raw(name: str) -> str | None:
+    raw = os.environ.get(name, "").strip()
+    return raw or None
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    """The whole number in environment variable `name`, at least `minimum`, else `default`."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: expected a whole number") from None
+    if value < minimum:
+        raise UsageError(f"{name}={raw!r}: must be at least {minimum}")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float = 0.0, above: bool = False) -> float:
+    """The number in environment variable `name`, else `default`.
+
+    It must be at least `minimum`, or greater than it if `above`.
+    """
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: expected a number") from None
+    if math.isnan(value) or value < minimum or (above and value == minimum):
+        bound = f"greater than {minimum:g}" if above else f"at least {minimum:g}"
+        raise UsageError(f"{name}={raw!r}: must be {bound}")
+    return value
