@@ -20,7 +20,7 @@ from mmpi import _collectives as C
 what = sys.argv[1] if len(sys.argv) > 1 else "barrier"
 nbytes = int(sys.argv[2]) if len(sys.argv) > 2 else (1 << 20 if what == "allreduce" else 65536)
 w = MPI.COMM_WORLD
-c = C._Ctx(w, "phases")
+c = C._Ctx.of(w, "phases")
 now = time.perf_counter
 
 

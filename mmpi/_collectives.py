@@ -67,8 +67,7 @@ class _Ctx:
         return c
 
     def __init__(self, comm: Comm, op: str) -> None:
-        e = comm._engine
-        e.check()
+        e = comm._engine  # checked by `of`, the one way in
         self.op = op  # the caller's name for it, for error messages
         self.e, self.k = e, comm._coll
         self.L = self.k.comm
