@@ -1,4 +1,5 @@
-"""Load and memory: bounded forwarder memory under a slow receiver; a soak with checksums.
+"""Load and memory: bounded forwarder memory under a slow receiver; a soak with checksums;
+large messages left pending for a rank that waits in a collective.
 
 MMPI_SOAK_SECONDS (default 15) lengthens the soak for on-demand runs, e.g.
 `MMPI_SOAK_SECONDS=300 pytest tests/mpi/test_load.py -k soak`.
@@ -43,3 +44,13 @@ def test_soak_in_the_other_relay_modes(bridged, mode):
     assert job.returncode == 0, job.output
     m = re.search(r"SOAK OK: (\d+) rounds, (\d+) messages", job.stdout)
     assert m and int(m.group(2)) > 0, job.output
+
+
+@pytest.mark.timeout(120)
+def test_messages_pending_for_a_rank_in_a_native_wait_do_not_hang_a_collective(bridged):
+    # Four 4 MiB messages to one rank can hold every chunk buffer of the forwarder's
+    # high->low direction; the leaders' 256 KiB crossings need one. Fails (times out) if
+    # a wait for native requests never drains the forwarder link.
+    job = bridged("pending_then_collective.py", "20", low=2, high=2, timeout=90)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count(": ok") == 4, job.output
