@@ -13,20 +13,22 @@ import os
 from .errors import UsageError
 
 
-def _raw(name: str) -> str | None:
+def _read(name: str, convert, what: str):
+    """(raw text, value) of environment variable `name`; (None, None) if unset or empty."""
     raw = os.environ.get(name, "").strip()
-    return raw or None
+    if not raw:
+        return None, None
+    try:
+        return raw, convert(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: expected {what}") from None
 
 
 def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     """The whole number in environment variable `name`, at least `minimum`, else `default`."""
-    raw = _raw(name)
+    raw, value = _read(name, int, "a whole number")
     if raw is None:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UsageError(f"{name}={raw!r}: expected a whole number") from None
     if value < minimum:
         raise UsageError(f"{name}={raw!r}: must be at least {minimum}")
     return value
@@ -37,13 +39,9 @@ def env_float(name: str, default: float, *, minimum: float = 0.0, above: bool = 
 
     It must be at least `minimum`, or greater than it if `above`.
     """
-    raw = _raw(name)
+    raw, value = _read(name, float, "a number")
     if raw is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{name}={raw!r}: expected a number") from None
     if math.isnan(value) or value < minimum or (above and value == minimum):
         bound = f"greater than {minimum:g}" if above else f"at least {minimum:g}"
         raise UsageError(f"{name}={raw!r}: must be {bound}")
