@@ -21,6 +21,7 @@ Rule 3: native calls are non-blocking and waited on through the engine, which ke
 
 from __future__ import annotations
 
+import functools
 import pickle
 from typing import TYPE_CHECKING
 
@@ -205,6 +206,103 @@ def _ireduce(c: _Ctx, send, recv, op: MPI.Op, root: int, like: Typed) -> MPI.Req
 _NOTHING = memoryview(bytearray(0))
 
 
+# -- objects inside a cluster ----------------------------------------------------------------
+# mpi4py's pickle-based collectives (comm.bcast, gather, ...) block inside MPI, and a rank
+# blocked there drains nothing from the forwarder: large messages on their way to it then hold
+# the forwarder's chunk buffers, and a leader's crossing that needs one never comes (a 2+2
+# allreduce of objects hung that way; tests/mpi/progs/pending_then_collective.py). So objects
+# move inside a cluster as pickles through the non-blocking buffer collectives, sizes first,
+# waited on through the engine (Rule 3).
+def _dumps(obj) -> bytes:
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+def _unpickle(buf, sizes) -> list:
+    out, pos = [], 0
+    for n in sizes:
+        out.append(pickle.loads(buf[pos:pos + n]))
+        pos += n
+    return out
+
+
+def _displs(sizes) -> list[int]:
+    return [0, *np.cumsum(sizes[:-1]).tolist()] if len(sizes) else []
+
+
+def _local_bcast(c: _Ctx, obj, root: int):
+    """Local rank `root`'s `obj`, on every rank of this cluster."""
+    data = _dumps(obj) if c.lrank == root else b""
+    n = np.array([len(data)], np.int64)
+    c.wait(c.L.Ibcast(n, root))
+    if c.lrank == root:
+        c.wait(c.L.Ibcast([data, _BYTE], root))
+        return obj
+    buf = bytearray(int(n[0]))
+    c.wait(c.L.Ibcast([buf, _BYTE], root))
+    return pickle.loads(buf)
+
+
+def _local_gather(c: _Ctx, obj, root: int) -> list | None:
+    """Every local rank's `obj`, in rank order, at local rank `root` (None elsewhere)."""
+    data = _dumps(obj)
+    at_root = c.lrank == root
+    sizes = np.zeros(c.nl, np.int64)
+    c.wait(c.L.Igather(np.array([len(data)], np.int64), sizes if at_root else None, root))
+    if not at_root:
+        c.wait(c.L.Igatherv([data, _BYTE], None, root))
+        return None
+    counts = sizes.tolist()
+    buf = bytearray(sum(counts))
+    c.wait(c.L.Igatherv([data, _BYTE], [buf, (counts, _displs(counts)), _BYTE], root))
+    return _unpickle(buf, counts)
+
+
+def _local_scatter(c: _Ctx, objs, root: int):
+    """Object i of local rank `root`'s list `objs`, on local rank i."""
+    n = np.zeros(1, np.int64)
+    if c.lrank != root:
+        c.wait(c.L.Iscatter(None, n, root))
+        buf = bytearray(int(n[0]))
+        c.wait(c.L.Iscatterv(None, [buf, _BYTE], root))
+        return pickle.loads(buf)
+    parts = [_dumps(o) for o in objs]
+    counts = [len(p) for p in parts]
+    c.wait(c.L.Iscatter(np.array(counts, np.int64), n, root))
+    buf = bytearray(counts[root])
+    c.wait(c.L.Iscatterv([b"".join(parts), (counts, _displs(counts)), _BYTE], [buf, _BYTE], root))
+    return objs[root]
+
+
+def _local_allgather(c: _Ctx, obj) -> list:
+    """Every local rank's `obj`, in rank order, on every rank of this cluster."""
+    data = _dumps(obj)
+    sizes = np.zeros(c.nl, np.int64)
+    c.wait(c.L.Iallgather(np.array([len(data)], np.int64), sizes))
+    counts = sizes.tolist()
+    buf = bytearray(sum(counts))
+    c.wait(c.L.Iallgatherv([data, _BYTE], [buf, (counts, _displs(counts)), _BYTE]))
+    return _unpickle(buf, counts)
+
+
+def _local_alltoall(c: _Ctx, objs: list) -> list:
+    """Object i of every local rank's list, in rank order, on local rank i."""
+    parts = [_dumps(o) for o in objs]
+    scounts = [len(p) for p in parts]
+    rsizes = np.zeros(c.nl, np.int64)
+    c.wait(c.L.Ialltoall(np.array(scounts, np.int64), rsizes))
+    rcounts = rsizes.tolist()
+    buf = bytearray(sum(rcounts))
+    c.wait(c.L.Ialltoallv([b"".join(parts), (scounts, _displs(scounts)), _BYTE],
+                          [buf, (rcounts, _displs(rcounts)), _BYTE]))
+    return _unpickle(buf, rcounts)
+
+
+def _local_reduce(c: _Ctx, obj, op, root: int):
+    """`op` over every local rank's `obj`, in rank order, at local rank `root` (else None)."""
+    items = _local_gather(c, obj, root)
+    return None if items is None else functools.reduce(op, items)
+
+
 # -- bcast ------------------------------------------------------------------------------------
 # From this size up, Allreduce and Bcast cross in k shares, k the smaller cluster's size: k
 # pairs of ranks (local rank i of each cluster) swap or pass on share i at once, and an
@@ -271,13 +369,13 @@ def bcast_obj(comm: Comm, obj, root: int):
     rc, rl = c.root(root)
     if rc == c.me:
         x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else None
-        obj = c.L.bcast(obj, rl)
+        obj = _local_bcast(c, obj, rl)
         if x is not None:
             c.wait(x)
         return obj
     if c.leader:
         obj = c.recv_obj(root, T_OBJ, "bcast").wait()
-    return c.L.bcast(obj, 0)
+    return _local_bcast(c, obj, 0)
 
 
 # -- reduce / allreduce -------------------------------------------------------------------------
@@ -371,12 +469,12 @@ def reduce_obj(comm: Comm, obj, op, root: int):
     rc, rl = c.root(root)
     op = _obj_op(op)
     if rc == c.me:
-        part = c.L.reduce(obj, op, rl)
+        part = _local_reduce(c, obj, op, rl)
         if c.rank == root:
             theirs = c.recv_obj(c.peer, T_OBJ, "reduce").wait()
             return op(part, theirs) if c.me == "low" else op(theirs, part)
         return None
-    part = c.L.reduce(obj, op, 0)
+    part = _local_reduce(c, obj, op, 0)
     if c.leader:
         c.wait(c.send_obj(part, root, T_OBJ))
     return None
@@ -385,13 +483,13 @@ def reduce_obj(comm: Comm, obj, op, root: int):
 def allreduce_obj(comm: Comm, obj, op):
     c = _Ctx.of(comm, "allreduce")
     op = _obj_op(op)
-    part = c.L.reduce(obj, op, 0)
+    part = _local_reduce(c, obj, op, 0)
     if c.leader:
         r = c.recv_obj(c.peer, T_OBJ, "allreduce")
         c.wait(c.send_obj(part, c.peer, T_OBJ))
         theirs = r.wait()
         part = op(part, theirs) if c.me == "low" else op(theirs, part)
-    return c.L.bcast(part, 0)
+    return _local_bcast(c, part, 0)
 
 
 # -- alltoall ---------------------------------------------------------------------------------
@@ -531,16 +629,16 @@ def alltoall_obj(comm: Comm, objs):
     objs = list(objs)
     if len(objs) != c.n:
         raise UsageError(f"alltoall: rank {c.rank} passed {len(objs)} objects for {c.n} ranks")
-    local = c.L.alltoall(objs[c.o:c.o + c.nl])
+    local = _local_alltoall(c, objs[c.o:c.o + c.nl])
     out = objs[c.oo:c.oo + c.no]
-    gathered = c.L.gather(out, 0)
+    gathered = _local_gather(c, out, 0)
     if c.leader:
         r = c.recv_obj(c.peer, T_OBJ, "alltoall")
         c.wait(c.send_obj(gathered, c.peer, T_OBJ))
         theirs = r.wait()  # [their j][my i]
-        mine = c.L.scatter([[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
+        mine = _local_scatter(c, [[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
     else:
-        mine = c.L.scatter(None, 0)
+        mine = _local_scatter(c, None, 0)
     res = [None] * c.n
     res[c.o:c.o + c.nl] = local
     res[c.oo:c.oo + c.no] = mine
@@ -698,12 +796,12 @@ def gather_obj(comm: Comm, obj, root: int):
     c = _Ctx.of(comm, "gather")
     rc, rl = c.root(root)
     if rc == c.me:
-        part = c.L.gather(obj, rl)
+        part = _local_gather(c, obj, rl)
         if c.rank != root:
             return None
         theirs = c.recv_obj(c.peer, T_OBJ, "gather").wait()
         return part + theirs if c.me == "low" else theirs + part
-    part = c.L.gather(obj, 0)
+    part = _local_gather(c, obj, 0)
     if c.leader:
         c.wait(c.send_obj(part, root, T_OBJ))
     return None
@@ -721,9 +819,9 @@ def scatter_obj(comm: Comm, objs, root: int):
                                  "ranks")
             c.wait(c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
             mine = objs[c.o:c.o + c.nl]
-        return c.L.scatter(mine, rl)
+        return _local_scatter(c, mine, rl)
     part = c.recv_obj(root, T_OBJ, "scatter").wait() if c.leader else None
-    return c.L.scatter(part, 0)
+    return _local_scatter(c, part, 0)
 
 
 # -- allgather --------------------------------------------------------------------------------
@@ -776,13 +874,13 @@ def allgatherv(comm: Comm, sendbuf, recvbuf) -> None:
 
 def allgather_obj(comm: Comm, obj):
     c = _Ctx.of(comm, "allgather")
-    part = c.L.allgather(obj)
+    part = _local_allgather(c, obj)
     theirs = None
     if c.leader:
         r = c.recv_obj(c.peer, T_OBJ, "allgather")
         c.wait(c.send_obj(part, c.peer, T_OBJ))
         theirs = r.wait()
-    theirs = c.L.bcast(theirs, 0)
+    theirs = _local_bcast(c, theirs, 0)
     return part + theirs if c.me == "low" else theirs + part
 
 

@@ -5,7 +5,8 @@ makes Allreduces of 256 KiB, whose leaders cross through the forwarder while ran
 the native reduce and bcast; only then does rank 1 receive the four messages. In MPI this
 cannot deadlock. Through the bridge, the pending messages hold the forwarder's chunk buffers
 for that direction until rank 1 takes them in, which it does only if its native waits keep
-draining the forwarder link. `python pending_then_collective.py CALLS` (2+2 ranks).
+draining the forwarder link. `python pending_then_collective.py CALLS [KIND]` (2+2 ranks;
+KIND: buffer, the default, for Allreduce; object for the pickle-based allreduce).
 """
 
 import sys
@@ -17,6 +18,7 @@ from mmpi import MPI
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 calls = int(sys.argv[1])
+kind = sys.argv[2] if len(sys.argv) > 2 else "buffer"
 big = 4 << 20
 sends = []
 if rank >= 2:
@@ -26,7 +28,10 @@ if rank >= 2:
 x = np.full(1 << 16, rank + 1, np.float32)  # 256 KiB
 y = np.empty_like(x)
 for _ in range(calls):
-    comm.Allreduce(x, y, MPI.SUM)
+    if kind == "buffer":
+        comm.Allreduce(x, y, MPI.SUM)
+    else:
+        y = comm.allreduce(x, MPI.SUM)
     assert np.all(y == sum(range(1, size + 1))), y[:4]
 if rank == 1:
     buf = np.empty(big, np.uint8)
