@@ -42,7 +42,7 @@ _I64 = MPI.INT64_T
 # Internal tags, one per collective kind (Rule 1).
 T_BARRIER, T_BCAST, T_REDUCE, T_ALLREDUCE, T_ALLTOALL, T_ALLTOALLV = 1, 2, 3, 4, 5, 6
 T_GATHER, T_GATHERV, T_SCATTER, T_SCATTERV, T_ALLGATHER, T_ALLGATHERV = 7, 8, 9, 10, 11, 12
-T_RSB, T_SCAN, T_OBJ = 13, 14, 15
+T_RSB, T_SCAN, T_OBJ, T_OBJ_REST = 13, 14, 15, 16
 
 
 class _Ctx:
@@ -217,84 +217,142 @@ def _dumps(obj) -> bytes:
     return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
 
 
-def _unpickle(buf, sizes) -> list:
-    out, pos = [], 0
-    for n in sizes:
-        out.append(pickle.loads(buf[pos:pos + n]))
-        pos += n
-    return out
-
-
 def _displs(sizes) -> list[int]:
     return [0, *np.cumsum(sizes[:-1]).tolist()] if len(sizes) else []
+
+
+# Pickles travel in slots of this size (an 8-byte length, then the pickle's first bytes), so a
+# small object takes one native round, as in mpi4py; the rest of a longer pickle follows.
+_SLOT = 1024
+_HEAD = 8
+
+
+def _slot(data: bytes) -> bytearray:
+    slot = bytearray(_SLOT)
+    slot[:_HEAD] = len(data).to_bytes(_HEAD, "little")
+    part = data[:_SLOT - _HEAD]
+    slot[_HEAD:_HEAD + len(part)] = part
+    return slot
+
+
+def _slot_size(slots, i: int) -> int:
+    """Pickle length in slot i; the slot holds all of it if <= _SLOT - _HEAD."""
+    return int.from_bytes(slots[i * _SLOT:i * _SLOT + _HEAD], "little")
+
+
+def _slot_pickle(slots, i: int, rest=b"") -> bytes:
+    n = _slot_size(slots, i)
+    head = bytes(slots[i * _SLOT + _HEAD:i * _SLOT + _HEAD + min(n, _SLOT - _HEAD)])
+    return head + bytes(rest)
+
+
+def _objects(slots, n: int, rests: dict, own: int, own_data: bytes) -> list:
+    """The n objects of `slots`, completed by `rests` (index -> sized receive); `own` is local."""
+    out = []
+    for i in range(n):
+        if i == own:
+            out.append(pickle.loads(own_data))
+        elif i in rests:
+            out.append(pickle.loads(_slot_pickle(slots, i, _Ctx.received(rests[i]))))
+            _Ctx.release(rests[i])
+        else:
+            out.append(pickle.loads(_slot_pickle(slots, i)))
+    return out
 
 
 def _local_bcast(c: _Ctx, obj, root: int):
     """Local rank `root`'s `obj`, on every rank of this cluster."""
     data = _dumps(obj) if c.lrank == root else b""
-    n = np.array([len(data)], np.int64)
-    c.wait(c.L.Ibcast(n, root))
+    slot = _slot(data) if c.lrank == root else bytearray(_SLOT)
+    c.wait(c.L.Ibcast([slot, _BYTE], root))
+    extra = _slot_size(slot, 0) - (_SLOT - _HEAD)
     if c.lrank == root:
-        c.wait(c.L.Ibcast([data, _BYTE], root))
-        return obj
-    buf = bytearray(int(n[0]))
-    c.wait(c.L.Ibcast([buf, _BYTE], root))
-    return pickle.loads(buf)
+        if extra > 0:
+            c.wait(c.L.Ibcast([data[_SLOT - _HEAD:], _BYTE], root))
+        return pickle.loads(data)  # a copy, as everywhere else (and as in mpi4py)
+    rest = bytearray(max(extra, 0))
+    if extra > 0:
+        c.wait(c.L.Ibcast([rest, _BYTE], root))
+    return pickle.loads(_slot_pickle(slot, 0, rest))
 
 
 def _local_gather(c: _Ctx, obj, root: int) -> list | None:
-    """Every local rank's `obj`, in rank order, at local rank `root` (None elsewhere)."""
+    """Every local rank's `obj` (copies), in rank order, at local rank `root` (None elsewhere).
+
+    One native round of slots; ranks whose pickle overflows its slot send the rest to the
+    root on the collective context (the root learns who from the slots).
+    """
     data = _dumps(obj)
     at_root = c.lrank == root
-    sizes = np.zeros(c.nl, np.int64)
-    c.wait(c.L.Igather(np.array([len(data)], np.int64), sizes if at_root else None, root))
+    slots = bytearray(_SLOT * c.nl) if at_root else None
+    c.wait(c.L.Igather([_slot(data), _BYTE], [slots, _BYTE] if at_root else None, root))
     if not at_root:
-        c.wait(c.L.Igatherv([data, _BYTE], None, root))
+        if len(data) > _SLOT - _HEAD:
+            c.wait(c.send(memoryview(data)[_SLOT - _HEAD:], c.o + root, T_OBJ_REST))
         return None
-    counts = sizes.tolist()
-    buf = bytearray(sum(counts))
-    c.wait(c.L.Igatherv([data, _BYTE], [buf, (counts, _displs(counts)), _BYTE], root))
-    return _unpickle(buf, counts)
+    rests = {i: c.recv_sized(c.o + i, T_OBJ_REST, c.op) for i in range(c.nl)
+             if i != root and _slot_size(slots, i) > _SLOT - _HEAD}
+    c.wait(*rests.values())
+    return _objects(slots, c.nl, rests, root, data)
 
 
 def _local_scatter(c: _Ctx, objs, root: int):
-    """Object i of local rank `root`'s list `objs`, on local rank i."""
-    n = np.zeros(1, np.int64)
+    """A copy of object i of local rank `root`'s list `objs`, on local rank i.
+
+    One native round of slots; the root sends the rest of a long pickle to its rank.
+    """
+    mine = bytearray(_SLOT)
     if c.lrank != root:
-        c.wait(c.L.Iscatter(None, n, root))
-        buf = bytearray(int(n[0]))
-        c.wait(c.L.Iscatterv(None, [buf, _BYTE], root))
-        return pickle.loads(buf)
+        c.wait(c.L.Iscatter(None, [mine, _BYTE], root))
+        if _slot_size(mine, 0) <= _SLOT - _HEAD:
+            return pickle.loads(_slot_pickle(mine, 0))
+        r = c.recv_sized(c.o + root, T_OBJ_REST, c.op)
+        c.wait(r)
+        obj = pickle.loads(_slot_pickle(mine, 0, _Ctx.received(r)))
+        _Ctx.release(r)
+        return obj
     parts = [_dumps(o) for o in objs]
-    counts = [len(p) for p in parts]
-    c.wait(c.L.Iscatter(np.array(counts, np.int64), n, root))
-    buf = bytearray(counts[root])
-    c.wait(c.L.Iscatterv([b"".join(parts), (counts, _displs(counts)), _BYTE], [buf, _BYTE], root))
-    return objs[root]
+    c.wait(c.L.Iscatter([b"".join(_slot(p) for p in parts), _BYTE], [mine, _BYTE], root))
+    c.wait(*[c.send(memoryview(p)[_SLOT - _HEAD:], c.o + i, T_OBJ_REST)
+             for i, p in enumerate(parts) if i != root and len(p) > _SLOT - _HEAD])
+    return pickle.loads(parts[root])
 
 
 def _local_allgather(c: _Ctx, obj) -> list:
-    """Every local rank's `obj`, in rank order, on every rank of this cluster."""
+    """Every local rank's `obj`, in rank order, on every rank of this cluster.
+
+    One native round of slots; the overflowing parts of long pickles, if any, in a second.
+    """
     data = _dumps(obj)
-    sizes = np.zeros(c.nl, np.int64)
-    c.wait(c.L.Iallgather(np.array([len(data)], np.int64), sizes))
-    counts = sizes.tolist()
-    buf = bytearray(sum(counts))
-    c.wait(c.L.Iallgatherv([data, _BYTE], [buf, (counts, _displs(counts)), _BYTE]))
-    return _unpickle(buf, counts)
+    slots = bytearray(_SLOT * c.nl)
+    c.wait(c.L.Iallgather([_slot(data), _BYTE], [slots, _BYTE]))
+    extra = [max(_slot_size(slots, i) - (_SLOT - _HEAD), 0) for i in range(c.nl)]
+    rests = [b""] * c.nl
+    if any(extra):
+        buf = bytearray(sum(extra))
+        mine = data[_SLOT - _HEAD:]
+        c.wait(c.L.Iallgatherv([mine, _BYTE], [buf, (extra, _displs(extra)), _BYTE]))
+        pos = 0
+        for i, n in enumerate(extra):
+            rests[i] = buf[pos:pos + n]
+            pos += n
+    return [pickle.loads(_slot_pickle(slots, i, rests[i])) for i in range(c.nl)]
 
 
 def _local_alltoall(c: _Ctx, objs: list) -> list:
-    """Object i of every local rank's list, in rank order, on local rank i."""
+    """A copy of object i of every local rank's list, in rank order, on local rank i.
+
+    One native round of slots; the rest of a long pickle goes from its rank to its receiver.
+    """
     parts = [_dumps(o) for o in objs]
-    scounts = [len(p) for p in parts]
-    rsizes = np.zeros(c.nl, np.int64)
-    c.wait(c.L.Ialltoall(np.array(scounts, np.int64), rsizes))
-    rcounts = rsizes.tolist()
-    buf = bytearray(sum(rcounts))
-    c.wait(c.L.Ialltoallv([b"".join(parts), (scounts, _displs(scounts)), _BYTE],
-                          [buf, (rcounts, _displs(rcounts)), _BYTE]))
-    return _unpickle(buf, rcounts)
+    slots = bytearray(_SLOT * c.nl)
+    c.wait(c.L.Ialltoall([b"".join(_slot(p) for p in parts), _BYTE], [slots, _BYTE]))
+    sends = [c.send(memoryview(p)[_SLOT - _HEAD:], c.o + j, T_OBJ_REST)
+             for j, p in enumerate(parts) if j != c.lrank and len(p) > _SLOT - _HEAD]
+    rests = {j: c.recv_sized(c.o + j, T_OBJ_REST, c.op) for j in range(c.nl)
+             if j != c.lrank and _slot_size(slots, j) > _SLOT - _HEAD}
+    c.wait(*sends, *rests.values())
+    return _objects(slots, c.nl, rests, c.lrank, parts[c.lrank])
 
 
 def _local_reduce(c: _Ctx, obj, op, root: int):

@@ -258,6 +258,37 @@ big = np.zeros((size, BIG // size))
 comm.Allgather(np.full(BIG // size, float(rank)), big)
 check((big == np.arange(size)[:, None]).all(), "Allgather big")
 
+# -- pickles longer than a slot (1 KiB inside a cluster), some ranks only ---------------------
+section("Object collectives with long pickles")
+
+
+def long(r, n):
+    """An object whose pickle is about 2 * n bytes on even ranks, a few bytes on odd ones."""
+    return {"r": r, "v": list(range(n if r % 2 == 0 else 3))}
+
+
+for n in (120, 127, 128, 5000, 200000):
+    for root in roots():
+        got = comm.bcast(long(root, n) if rank == root else None, root=root)
+        check(got == long(root, n), f"bcast long n={n} root={root}")
+        got = comm.gather(long(rank, n), root=root)
+        check(got == ([long(r, n) for r in range(size)] if rank == root else None),
+              f"gather long n={n} root={root}")
+        got = comm.scatter([long(r, n) for r in range(size)] if rank == root else None, root)
+        check(got == long(rank, n), f"scatter long n={n} root={root}")
+        got = comm.reduce([long(rank, n)], op=MPI.SUM, root=root)
+        check(got == ([long(r, n) for r in range(size)] if rank == root else None),
+              f"reduce long n={n} root={root}")
+    check(comm.allgather(long(rank, n)) == [long(r, n) for r in range(size)],
+          f"allgather long n={n}")
+    check(comm.allreduce([long(rank, n)], op=MPI.SUM) == [long(r, n) for r in range(size)],
+          f"allreduce long n={n}")
+    check(comm.alltoall([long(rank * size + j, n) for j in range(size)])
+          == [long(j * size + rank, n) for j in range(size)], f"alltoall long n={n}")
+mine = [rank]
+check(comm.allgather(mine)[rank] is not mine, "allgather returns copies")
+check(comm.bcast(mine, root=0) is not mine, "bcast returns a copy, also at the root")
+
 # -- Reduce_scatter_block, Scan, Exscan -----------------------------------------------------------
 section("Reduce_scatter_block, Scan, Exscan")
 k = 5
