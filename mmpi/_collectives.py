@@ -211,8 +211,9 @@ _NOTHING = memoryview(bytearray(0))
 # blocked there drains nothing from the forwarder: large messages on their way to it then hold
 # the forwarder's chunk buffers, and a leader's crossing that needs one never comes (a 2+2
 # allreduce of objects hung that way; tests/mpi/progs/pending_then_collective.py). So objects
-# move inside a cluster as pickles through the non-blocking buffer collectives, sizes first,
-# waited on through the engine (Rule 3).
+# move inside a cluster as pickles through the non-blocking buffer collectives, waited on
+# through the engine (Rule 3). That costs: 2+2 ranks, small objects, allreduce 125-134 us
+# against 77-94 us with mpi4py's blocking ones, alltoall 192-202 against 121-136 us.
 def _dumps(obj) -> bytes:
     return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
 
