@@ -390,7 +390,9 @@ class Engine:
 
         Nothing the bridge brings can complete a native request, so the bridge is drained
         (and the forwarder's liveness checked) only once per `_NATIVE_DRAIN` of waiting: later,
-        but never not at all (Rule 1). Between two yields of the CPU the requests are tested
+        but never not at all (Rule 1; large messages pending for this rank hold the
+        forwarder's chunk buffers until it drains: tests/mpi/progs/pending_then_collective.py).
+        Between two yields of the CPU the requests are tested
         `_TESTS_PER_YIELD` times: a test costs a fraction of a yield, which on oversubscribed
         cores is a context switch. Everything else is kept out of the loop: each microsecond
         a waiting rank spends in Python is taken from the rank or forwarder that has work to do.
