@@ -247,17 +247,20 @@ def _slot_pickle(slots, i: int, rest=b"") -> bytes:
     return head + bytes(rest)
 
 
-def _objects(slots, n: int, rests: dict, own: int, own_data: bytes) -> list:
-    """The n objects of `slots`, completed by `rests` (index -> sized receive); `own` is local."""
-    out = []
-    for i in range(n):
-        if i == own:
-            out.append(pickle.loads(own_data))
-        elif i in rests:
-            out.append(pickle.loads(_slot_pickle(slots, i, _Ctx.received(rests[i]))))
-            _Ctx.release(rests[i])
-        else:
-            out.append(pickle.loads(_slot_pickle(slots, i)))
+def _objects(slots, n: int, rests: dict, own: int = -1, own_data: bytes = b"") -> list:
+    """The n objects of `slots`, long ones completed by `rests` (index -> the rest's bytes).
+
+    Slot `own`, if given, is this rank's own object, unpickled from `own_data`.
+    """
+    return [pickle.loads(own_data) if i == own else
+            pickle.loads(_slot_pickle(slots, i, rests.get(i, b""))) for i in range(n)]
+
+
+def _received(reqs: dict) -> dict:
+    """Completed `recv_sized` requests by index -> their bytes (copied; the requests released)."""
+    out = {i: bytes(_Ctx.received(r)) for i, r in reqs.items()}
+    for r in reqs.values():
+        _Ctx.release(r)
     return out
 
 
@@ -294,7 +297,7 @@ def _local_gather(c: _Ctx, obj, root: int) -> list | None:
     rests = {i: c.recv_sized(c.o + i, T_OBJ_REST, c.op) for i in range(c.nl)
              if i != root and _slot_size(slots, i) > _SLOT - _HEAD}
     c.wait(*rests.values())
-    return _objects(slots, c.nl, rests, root, data)
+    return _objects(slots, c.nl, _received(rests), root, data)
 
 
 def _local_scatter(c: _Ctx, objs, root: int):
@@ -305,13 +308,12 @@ def _local_scatter(c: _Ctx, objs, root: int):
     mine = bytearray(_SLOT)
     if c.lrank != root:
         c.wait(c.L.Iscatter(None, [mine, _BYTE], root))
-        if _slot_size(mine, 0) <= _SLOT - _HEAD:
-            return pickle.loads(_slot_pickle(mine, 0))
-        r = c.recv_sized(c.o + root, T_OBJ_REST, c.op)
-        c.wait(r)
-        obj = pickle.loads(_slot_pickle(mine, 0, _Ctx.received(r)))
-        _Ctx.release(r)
-        return obj
+        rests = {}
+        if _slot_size(mine, 0) > _SLOT - _HEAD:
+            r = c.recv_sized(c.o + root, T_OBJ_REST, c.op)
+            c.wait(r)
+            rests = _received({0: r})
+        return _objects(mine, 1, rests)[0]
     parts = [_dumps(o) for o in objs]
     c.wait(c.L.Iscatter([b"".join(_slot(p) for p in parts), _BYTE], [mine, _BYTE], root))
     c.wait(*[c.send(memoryview(p)[_SLOT - _HEAD:], c.o + i, T_OBJ_REST)
@@ -328,16 +330,13 @@ def _local_allgather(c: _Ctx, obj) -> list:
     slots = bytearray(_SLOT * c.nl)
     c.wait(c.L.Iallgather([_slot(data), _BYTE], [slots, _BYTE]))
     extra = [max(_slot_size(slots, i) - (_SLOT - _HEAD), 0) for i in range(c.nl)]
-    rests = [b""] * c.nl
+    rests = {}
     if any(extra):
         buf = bytearray(sum(extra))
-        mine = data[_SLOT - _HEAD:]
-        c.wait(c.L.Iallgatherv([mine, _BYTE], [buf, (extra, _displs(extra)), _BYTE]))
-        pos = 0
-        for i, n in enumerate(extra):
-            rests[i] = buf[pos:pos + n]
-            pos += n
-    return [pickle.loads(_slot_pickle(slots, i, rests[i])) for i in range(c.nl)]
+        displs = _displs(extra)
+        c.wait(c.L.Iallgatherv([data[_SLOT - _HEAD:], _BYTE], [buf, (extra, displs), _BYTE]))
+        rests = {i: buf[d:d + n] for i, (n, d) in enumerate(zip(extra, displs, strict=True))}
+    return _objects(slots, c.nl, rests)
 
 
 def _local_alltoall(c: _Ctx, objs: list) -> list:
@@ -353,7 +352,7 @@ def _local_alltoall(c: _Ctx, objs: list) -> list:
     rests = {j: c.recv_sized(c.o + j, T_OBJ_REST, c.op) for j in range(c.nl)
              if j != c.lrank and _slot_size(slots, j) > _SLOT - _HEAD}
     c.wait(*sends, *rests.values())
-    return _objects(slots, c.nl, rests, c.lrank, parts[c.lrank])
+    return _objects(slots, c.nl, _received(rests), c.lrank, parts[c.lrank])
 
 
 def _local_reduce(c: _Ctx, obj, op, root: int):
