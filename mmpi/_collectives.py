@@ -219,6 +219,7 @@ def _dumps(obj) -> bytes:
 
 
 def _displs(sizes) -> list[int]:
+    """Where each of consecutive blocks of `sizes` starts."""
     return [0, *np.cumsum(sizes[:-1]).tolist()] if len(sizes) else []
 
 
@@ -384,10 +385,7 @@ def _ways(c: _Ctx, nbytes: int) -> int:
 def _shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
     """Counts and displacements of n items in k near-equal shares, over nloc local ranks."""
     counts = [n // k + (i < n % k) if i < k else 0 for i in range(nloc)]
-    displs = [0] * nloc
-    for i in range(1, nloc):
-        displs[i] = displs[i - 1] + counts[i - 1]
-    return counts, displs
+    return counts, _displs(counts)
 
 
 def bcast(comm: Comm, buf, root: int) -> None:
