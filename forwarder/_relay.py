@@ -166,9 +166,9 @@ class Relay(threading.Thread):
     def _on_message(self, msg: MPI.Message, source: int, tag: int, count: int) -> None:
         buf = bytearray(count)
         msg.Recv([buf, _BYTE])
-        if tag == P.T_EAGER:
+        if tag == P.T_EAGER or tag == P.T_COLL:
             local = self._dst_local(P.dst_of(buf), source)
-            self._inflight.append(self.dst.ctrl.Isend([buf, _BYTE], local, P.T_EAGER))
+            self._inflight.append(self.dst.ctrl.Isend([buf, _BYTE], local, tag))
             self._inflight_bufs.append(buf)
             self._inflight_bytes += count
             self.messages += 1

@@ -108,6 +108,16 @@ class _Ctx:
         req._obj = None
         req._release()
 
+    # a small crossing (at most the eager size): engine Rule 5, for the leaders' exchanges
+    def small(self, nbytes: int) -> bool:
+        return nbytes <= self.e.eager_max
+
+    def xsend(self, view, dest: int, tag: int) -> MPI.Request:
+        return self.e.cross_send(self.k, memoryview(view).cast("B"), dest, tag)
+
+    def xrecv(self, source: int, tag: int) -> memoryview:
+        return self.e.cross_recv(self.k, source, tag, self.op)
+
     def recv_obj(self, source: int, tag: int, op: str) -> Request:
         return self.e.irecv(self.k, None, source, tag, op, pickled=True)
 
@@ -400,7 +410,8 @@ def bcast(comm: Comm, buf, root: int) -> None:
             xs = [c.send(b.view[d:d + n], c.oo + i, T_BCAST)
                   for i, (n, d) in enumerate(zip(counts, displs, strict=True))]
         elif c.rank == root:
-            xs = [c.send(b.view, c.peer, T_BCAST)]
+            xs = [c.xsend(b.view, c.peer, T_BCAST) if c.small(b.nbytes)
+                  else c.send(b.view, c.peer, T_BCAST)]
         c.wait(c.L.Ibcast(b.spec, rl))
         if xs:
             c.wait(*xs)
@@ -413,7 +424,11 @@ def bcast(comm: Comm, buf, root: int) -> None:
             _same_size("Bcast", f"data in share {c.lrank} of {k}", n, r.nbytes, c)
         c.wait(c.L.Iallgatherv(IN_PLACE, [b.view, counts, displs, _BYTE]))
     else:
-        if c.leader:
+        if c.leader and c.small(b.nbytes):
+            data = c.xrecv(root, T_BCAST)
+            _same_size("Bcast", "data", b.nbytes, len(data), c)
+            b.view[:] = data
+        elif c.leader:
             r = c.recv(b.view, root, T_BCAST, "Bcast")
             c.wait(r)
             _same_size("Bcast", "data", b.nbytes, r.nbytes, c)
@@ -445,10 +460,16 @@ def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
         if sb is not None and sb.nbytes != rb.nbytes:
             raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
                                f"receive buffer {rb.nbytes}")
-        theirs = c.tmp(0, rb.nbytes)
-        r = c.recv(theirs, c.peer, T_REDUCE, "Reduce")
-        c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, rl, rb))
-        c.wait(r)
+        if c.small(rb.nbytes):
+            c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, rl, rb))
+            theirs = c.xrecv(c.peer, T_REDUCE)
+        else:
+            theirs = c.tmp(0, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
+            r = c.recv(theirs, c.peer, T_REDUCE, "Reduce")
+            c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, rl, rb))
+            c.wait(r)
+            theirs = theirs[:r.nbytes]
+        _same_size("Reduce", "data", rb.nbytes, len(theirs), c)
         _combine(op, rb, theirs, c.me == "low")
         return
     if sendbuf is IN_PLACE:
@@ -458,7 +479,8 @@ def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
     if rc != c.me and c.leader:
         part = c.tmp(0, sb.nbytes)
         c.wait(_ireduce(c, sb.spec, sb.like(part), op, 0, sb))
-        c.wait(c.send(part, root, T_REDUCE))
+        c.wait(c.xsend(part, root, T_REDUCE) if c.small(sb.nbytes)
+               else c.send(part, root, T_REDUCE))
     else:
         c.wait(_ireduce(c, sb.spec, None, op, contact, sb))
 
@@ -477,12 +499,17 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
         return
     if c.leader:
         c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, 0, rb))
-        theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
-        r = c.recv(theirs, c.peer, T_ALLREDUCE, "Allreduce")
-        s = c.send(rb.view, c.peer, T_ALLREDUCE)
-        c.wait(r, s)
-        _same_size("Allreduce", "data", rb.nbytes, r.nbytes, c)
-        _combine(op, rb, theirs[: rb.nbytes], c.me == "low")
+        if c.small(rb.nbytes):
+            s = c.xsend(rb.view, c.peer, T_ALLREDUCE)
+            theirs = c.xrecv(c.peer, T_ALLREDUCE)
+            c.wait(s)
+        else:
+            theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught
+            r = c.recv(theirs, c.peer, T_ALLREDUCE, "Allreduce")
+            c.wait(r, c.send(rb.view, c.peer, T_ALLREDUCE))
+            theirs = theirs[:r.nbytes]
+        _same_size("Allreduce", "data", rb.nbytes, len(theirs), c)
+        _combine(op, rb, theirs, c.me == "low")
     else:
         c.wait(_ireduce(c, rb.spec if sb is None else sb.spec, None, op, 0, rb))
     c.wait(c.L.Ibcast(rb.spec, 0))

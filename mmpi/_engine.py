@@ -17,7 +17,11 @@ Rule 3: a forwarded large message is received chunk by chunk straight into the u
 Rule 4: a test (Test, Iprobe, ...) that finds nothing progresses once and returns, but a
         caller that tests again at once, in a loop with nothing else in it, gets the same
         back-off as a wait: see `test`.
-Rule 5: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
+Rule 5: a collective's small crossings (protocol T_COLL) bypass all of that: the rank that
+        needs one polls its forwarder link for that tag alone and takes it as it comes
+        (`cross_recv`), in order per (context, sender); other waits that meet one keep it
+        for later. No Request, no matching: see `cross_recv` for what that saves.
+Rule 6: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never completed (see `leave_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
         rank has left), a Probe likewise. MPI itself would hang there.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 
 from mpi4py import MPI
@@ -182,6 +187,9 @@ class Engine:
         self._spares: list[bytearray] = []
         self._status = MPI.Status()
         self._bye_acks = 0
+        # Collective crossings (T_COLL) that came in while nobody asked for them yet:
+        # (context, sender) -> deque of (tag, payload), in arrival order.
+        self._crossed: dict[tuple[int, int], deque] = {}
         # Ranks that have said goodbye: vrank -> (collective calls they made, when we heard).
         self.gone: dict[int, tuple[int, float]] = {}
         self.colls = 0  # collective calls this rank has completed
@@ -418,6 +426,79 @@ class Engine:
                 drain_at = _now() + _NATIVE_DRAIN
             backoff.idle()
 
+    # -- collective crossings (protocol T_COLL) ------------------------------------------
+    def cross_send(self, ctx: Context, view, dest: int, tag: int) -> MPI.Request:
+        """Send a collective's crossing of at most `eager_max` bytes to `dest` (other cluster).
+
+        The bytes are copied out at once: the caller may reuse `view` straight away.
+        """
+        n = len(view)
+        buf = bytearray(P.ENVELOPE_SIZE + n)
+        P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n)
+        buf[P.ENVELOPE_SIZE:] = view
+        return self.links[P.route(self.vrank, dest, self.nfwd)][0].Isend([buf, _BYTE], 0,
+                                                                           P.T_COLL)
+
+    def cross_recv(self, ctx: Context, source: int, tag: int, op: str) -> memoryview:
+        """The payload of the next crossing from `source` on `ctx`; it must carry `tag`.
+
+        Every rank makes the same collective calls in the same order, so a collective's
+        crossings from one sender come in the order they are asked for, and nothing needs
+        matching. The wait polls only the forwarder link for T_COLL and receives into a
+        fresh buffer; the bridge is drained, gone ranks noticed and the forwarder's liveness
+        checked once per `_NATIVE_DRAIN`, as in `wait_all`. Against a receive through the
+        matcher (Request, `progress`, `_on_forwarded`: about 6 us against 1.4 us per message
+        on a loaded core), 2+2 ranks, alternated in one job, 4 jobs: Barrier 50-64 us
+        against 69-75 us with the matcher and 73-92 us for the library's Barrier of then.
+        """
+        key = (ctx.id, source)
+        got = self._crossed.get(key)
+        if not got:
+            if self.broken is not None:
+                raise self.broken
+            link = P.route(self.vrank, source, self.nfwd)
+            ctrl = self.links[link][0]
+            st = self._status
+            backoff = self._waiting
+            backoff.reset()
+            since = time.monotonic()
+            drain_at = _now() + _NATIVE_DRAIN
+            while not got:
+                msg = ctrl.Improbe(0, P.T_COLL, st)
+                if msg is not None:
+                    buf = bytearray(st.Get_count(_BYTE))
+                    msg.Recv([buf, _BYTE])
+                    self.heard[link] = time.monotonic()
+                    self._keep_crossing(buf)
+                    backoff.reset()
+                elif _now() >= drain_at:
+                    if self.progress():  # may bring ours too (see _on_forwarded)
+                        backoff.reset()
+                    self._alive(since)
+                    drain_at = _now() + _NATIVE_DRAIN
+                else:
+                    backoff.idle()
+                got = self._crossed.get(key)
+        sent, data = got.popleft()
+        if sent != tag:
+            raise ProtocolError(
+                f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
+                f"(internal tag {sent}, this one expects {tag}): the ranks called different "
+                "collectives, or in a different order"
+            )
+        return data
+
+    def _keep_crossing(self, buf: bytearray) -> None:
+        env = P.unpack(buf)
+        if len(buf) - P.ENVELOPE_SIZE != env.nbytes:
+            raise ProtocolError(f"rank {self.vrank}: collective crossing says {env.nbytes} "
+                                f"bytes, carries {len(buf) - P.ENVELOPE_SIZE}")
+        key = (env.context, env.src)
+        got = self._crossed.get(key)
+        if got is None:
+            got = self._crossed[key] = deque()
+        got.append((env.tag, memoryview(buf)[P.ENVELOPE_SIZE:]))
+
     # -- receiving -----------------------------------------------------------------------
     def irecv(self, ctx: Context, view, source, tag, op: str, pickled: bool = False) -> Request:
         """Post a receive; `view` None means allocate on arrival (pickled objects)."""
@@ -480,6 +561,9 @@ class Engine:
     def _on_forwarded(self, link: int, msg: MPI.Message, tag: int, count: int) -> None:
         buf = bytearray(count)
         msg.Recv([buf, _BYTE])
+        if tag == P.T_COLL:
+            self._keep_crossing(buf)
+            return
         if tag == P.T_EAGER or tag == P.T_LARGE:
             env = P.unpack(buf)
             if env.kind == P.K_STRIPE:

@@ -23,7 +23,7 @@ _TAG_BARRIER = C.T_BARRIER
 
 
 def _collective(method):
-    """Tell the engine when a collective call starts and ends (engine Rule 4)."""
+    """Tell the engine when a collective call starts and ends (engine Rule 6)."""
     op = method.__name__
 
     @functools.wraps(method)
@@ -296,9 +296,9 @@ class Comm:
         e.wait_all([coll.comm.Ibarrier()])
         if e.local_rank == 0:
             peer = e.layout.offset("high" if e.cluster == "low" else "low")
-            r = e.irecv(coll, memoryview(bytearray(0)), peer, _TAG_BARRIER, "Barrier")
-            s = e.isend(coll, memoryview(b""), peer, _TAG_BARRIER)
-            Request.Waitall([r, s])
+            s = e.cross_send(coll, b"", peer, _TAG_BARRIER)
+            e.cross_recv(coll, peer, _TAG_BARRIER, "Barrier")
+            e.wait_all([s])
         e.wait_all([coll.comm.Ibarrier()])
 
     def barrier(self) -> None:

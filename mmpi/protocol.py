@@ -32,6 +32,9 @@ VERSION = 1
 # MPI tags on the control channel (the intercommunicator returned by Connect/Accept).
 T_EAGER = 1  # envelope + payload
 T_LARGE = 2  # envelope only; chunks follow on the data channel
+T_COLL = 3  # envelope + payload of a collective's small crossing, relayed as T_EAGER is; the
+#             receiver takes these by tag and in arrival order per (context, sender), outside
+#             MPI matching (Engine.cross_recv), and the envelope's tag names the collective
 T_HELLO = 10  # cluster root -> forwarder: job secret, cluster name, size
 T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link parameters
 T_BYE = 12  # rank -> forwarder: I have finished sending; body: {colls} (see T_LEFT)

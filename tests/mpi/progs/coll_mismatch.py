@@ -18,6 +18,11 @@ in_high = rank >= high0
 if case == "bcast-count":  # the far cluster expects a shorter message than the root sends
     buf = np.zeros(10 if not in_high else 5)
     comm.Bcast(buf, root=0)
+elif case == "different-collectives":  # the clusters' leaders cross in different calls
+    if in_high:
+        comm.Allreduce(np.ones(1), np.zeros(1), op=MPI.SUM)
+    else:
+        comm.Barrier()
 elif case == "bcast-count-longer":  # the far cluster expects a longer message: no silent gap
     buf = np.zeros(10 if not in_high else 12)
     comm.Bcast(buf, root=0)

@@ -1,0 +1,66 @@
+"""A leader's crossing that arrives while the other leader waits elsewhere is kept, in order.
+
+A collective's small crossings (protocol T_COLL) are taken outside MPI matching, in arrival
+order per (context, sender). Here one cluster's non-leader comes late to each call, so its
+leader still waits in the native part (draining the forwarder link now and then) when the
+other leader's crossing comes in: the drain must keep it for the crossing's own wait, and
+the next collective's crossing must not be taken for it. `python early_crossings.py ROUNDS`
+on 2+2 ranks; every rank prints how many crossings its drains kept.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from mmpi import MPI
+from mmpi import protocol as P
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+rounds = int(sys.argv[1])
+
+engine = world._engine
+kept = 0
+_on_forwarded = engine._on_forwarded
+
+
+def spy(link, msg, tag, count):
+    """Count the crossings that a drain (progress) picks up before anybody asks for them."""
+    global kept
+    if tag == P.T_COLL:
+        kept += 1
+    return _on_forwarded(link, msg, tag, count)
+
+
+engine._on_forwarded = spy
+x = np.array([rank + 1.0, 2.0 * rank])
+want = [sum(range(1, size + 1)), 2.0 * sum(range(size))]
+y = np.empty(2)
+b = np.empty(3, np.int64)
+
+
+def late(i: int) -> None:
+    """The non-leader of the low, then of the high cluster comes late to every call."""
+    if rank == (1 if i % 2 == 0 else 3):
+        time.sleep(0.02)
+
+
+for i in range(rounds):
+    root = i % size
+    late(i)
+    world.Allreduce(x, y, MPI.SUM)
+    assert y.tolist() == want, y
+    late(i)
+    world.Barrier()
+    b[:] = [i, root, 7] if rank == root else -1
+    late(i)
+    world.Bcast(b, root=root)
+    assert b.tolist() == [i, root, 7], (i, root, b)
+    late(i)
+    out = np.zeros(2) if rank == root else None
+    world.Reduce(x, out, MPI.SUM, root=root)
+    if rank == root:
+        assert out.tolist() == want, out
+assert not any(engine._crossed.values()), engine._crossed
+print(f"rank {rank}: ok, drains kept {kept} crossings", flush=True)
