@@ -41,7 +41,14 @@ from ._backoff import Backoff, yield_cpu
 from ._knobs import env_float, env_int
 from ._matching import MatchQueues
 from ._topology import Layout
-from .errors import ForwarderLost, ProtocolError, RankGone, StateError, TruncationError
+from .errors import (
+    ForwarderLost,
+    ProtocolError,
+    RankGone,
+    StateError,
+    TruncationError,
+    UsageError,
+)
 from .request import Request
 
 _BYTE = MPI.BYTE
@@ -481,7 +488,7 @@ class Engine:
                 got = self._crossed.get(key)
         sent, data = got.popleft()
         if sent != tag:
-            raise ProtocolError(
+            raise UsageError(
                 f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
                 f"(internal tag {sent}, this one expects {tag}): the ranks called different "
                 "collectives, or in a different order"
