@@ -497,9 +497,6 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     if k:
         _allreduce_split(c, sb, rb, op, k)
         return
-    if c.small(rb.nbytes) and max(c.nl, c.no) <= _PAIRS_MAX:
-        _allreduce_pairs(c, sb, rb, op)
-        return
     if c.leader:
         c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, 0, rb))
         if c.small(rb.nbytes):
@@ -516,28 +513,6 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     else:
         c.wait(_ireduce(c, rb.spec if sb is None else sb.spec, None, op, 0, rb))
     c.wait(c.L.Ibcast(rb.spec, 0))
-
-
-# Up to this many ranks per cluster, a small Allreduce crosses from every rank (below); above,
-# the forwarder's per-message work would grow with the clusters, and the leaders cross alone.
-_PAIRS_MAX = 4
-
-
-def _allreduce_pairs(c: _Ctx, sb: Typed | None, rb: Typed, op: MPI.Op) -> None:
-    """Small Allreduce: an allreduce in each cluster, then every rank swaps partials across.
-
-    Local rank i sends its cluster's partial to every rank j of the other cluster with
-    j % nl == i and takes the other partial from rank i % no there; all combine in canonical
-    order (low op high), so every rank ends with the same bits. No bcast from a leader
-    afterwards: one native round fewer. 2+2 ranks, 8 B, alternated in one job with the
-    leaders' scheme (both crossing as T_COLL), 4 jobs: 70-81 us against 84-96 us.
-    """
-    c.wait(c.L.Iallreduce(IN_PLACE if sb is None else sb.spec, rb.spec, op))
-    sends = [c.xsend(rb.view, c.oo + j, T_ALLREDUCE) for j in range(c.lrank, c.no, c.nl)]
-    theirs = c.xrecv(c.oo + c.lrank % c.no, T_ALLREDUCE)
-    c.wait(*sends)
-    _same_size("Allreduce", "data", rb.nbytes, len(theirs), c)
-    _combine(op, rb, theirs, c.me == "low")
 
 
 def _allreduce_split(c: _Ctx, sb: Typed | None, rb: Typed, op: MPI.Op, k: int) -> None:
