@@ -87,7 +87,10 @@ class _Ctx:
         return self.e.isend(self.k, memoryview(view).cast("B"), dest, tag)
 
     def recv(self, view, source: int, tag: int, op: str) -> Request:
-        return self.e.irecv(self.k, memoryview(view).cast("B"), source, tag, op)
+        r = self.e.irecv(self.k, memoryview(view).cast("B"), source, tag, op)
+        if self.e._crossed:  # the sender's part may have come as a crossing (see xrecv)
+            self.e.cross_conflict(self.k, source)
+        return r
 
     def send_obj(self, obj, dest: int, tag: int) -> Request:
         return self.e.isend(self.k, memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)),

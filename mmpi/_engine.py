@@ -441,7 +441,8 @@ class Engine:
         """
         n = len(view)
         buf = bytearray(P.ENVELOPE_SIZE + n)
-        P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n)
+        # aux: which collective call of this rank it belongs to (see `_keep_crossing`)
+        P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, aux=self.colls).pack_into(buf)
         buf[P.ENVELOPE_SIZE:] = view
         return self.links[P.route(self.vrank, dest, self.nfwd)][0].Isend([buf, _BYTE], 0,
                                                                            P.T_COLL)
@@ -481,17 +482,28 @@ class Engine:
                 elif _now() >= drain_at:
                     if self.progress():  # may bring ours too (see _on_forwarded)
                         backoff.reset()
+                    got = self._crossed.get(key)
+                    if not got and ctx.queues.peek(source, tag) is not None:
+                        # It sent this call's part through the matcher: more than eager size
+                        m = ctx.queues.peek(source, tag)
+                        raise UsageError(
+                            f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
+                            f"cluster) has at most {self.eager_max} bytes of data, rank "
+                            f"{source} sent {m.nbytes}"
+                        )
                     self._alive(since)
                     drain_at = _now() + _NATIVE_DRAIN
                 else:
                     backoff.idle()
                 got = self._crossed.get(key)
-        sent, data = got.popleft()
-        if sent != tag:
+        sent, call, data = got.popleft()
+        if not got:
+            del self._crossed[key]
+        if sent != tag or call != self.colls:
             raise UsageError(
                 f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
-                f"(internal tag {sent}, this one expects {tag}): the ranks called different "
-                "collectives, or in a different order"
+                f"(its call {call + 1}, internal tag {sent}; this is call {self.colls + 1}, tag "
+                f"{tag}): the ranks called different collectives, or in a different order"
             )
         return data
 
@@ -504,7 +516,34 @@ class Engine:
         got = self._crossed.get(key)
         if got is None:
             got = self._crossed[key] = deque()
-        got.append((env.tag, memoryview(buf)[P.ENVELOPE_SIZE:]))
+        got.append((env.tag, env.aux, memoryview(buf)[P.ENVELOPE_SIZE:]))
+        ctx = self.contexts.get(env.context)
+        if ctx is not None and ctx.queues.posted:
+            self.cross_conflict(ctx, env.src)
+
+    def cross_conflict(self, ctx: Context, source: int) -> None:
+        """Fail a receive through the matcher that this call's crossing from `source` beats.
+
+        Sender and receiver each choose between a crossing (T_COLL, at most `eager_max`
+        bytes) and the matcher by their own size. If they disagree the arguments do, and
+        the one that waits in the matcher would wait for ever: its receive fails instead.
+        Only a crossing of this very call counts (its envelope says which); one of a later
+        call may come early and is kept.
+        """
+        got = self._crossed.get((ctx.id, source))
+        if not got or got[0][1] != self.colls:
+            return
+        tag, _, data = got[0]
+        for recv in ctx.queues.posted:
+            if recv.source == source and recv.tag == tag:
+                ctx.queues.cancel(recv)
+                recv.req._start([])
+                recv.req._fail(UsageError(
+                    f"{recv.op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
+                    f"cluster) has more than {self.eager_max} bytes of data, rank {source} "
+                    f"sent {len(data)}"
+                ))
+                return
 
     # -- receiving -----------------------------------------------------------------------
     def irecv(self, ctx: Context, view, source, tag, op: str, pickled: bool = False) -> Request:

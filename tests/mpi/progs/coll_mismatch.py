@@ -23,6 +23,17 @@ elif case == "different-collectives":  # the clusters' leaders cross in differen
         comm.Allreduce(np.ones(1), np.zeros(1), op=MPI.SUM)
     else:
         comm.Barrier()
+elif case.startswith("eager-boundary-"):
+    # One side's data fits a crossing message (30 KiB), the other's does not (40 KiB): the
+    # two sides take different paths, and the one left waiting must fail, not hang.
+    what, big_side = case.split("-")[2:4]
+    n = (40 if in_high == (big_side == "high") else 30) * 128  # doubles: 40 or 30 KiB
+    if what == "bcast":
+        comm.Bcast(np.zeros(n), root=0)
+    elif what == "allreduce":
+        comm.Allreduce(np.ones(n), np.zeros(n), op=MPI.SUM)
+    else:
+        comm.Reduce(np.ones(n), np.zeros(n) if rank == 0 else None, op=MPI.SUM, root=0)
 elif case == "bcast-count-longer":  # the far cluster expects a longer message: no silent gap
     buf = np.zeros(10 if not in_high else 12)
     comm.Bcast(buf, root=0)
