@@ -195,7 +195,8 @@ class Engine:
         self._status = MPI.Status()
         self._bye_acks = 0
         # Collective crossings (T_COLL) that came in while nobody asked for them yet:
-        # (context, sender) -> deque of (tag, payload), in arrival order.
+        # (context, sender) -> deque of (tag, its collective call number, payload), in
+        # arrival order.
         self._crossed: dict[tuple[int, int], deque] = {}
         # Ranks that have said goodbye: vrank -> (collective calls they made, when we heard).
         self.gone: dict[int, tuple[int, float]] = {}
@@ -483,9 +484,9 @@ class Engine:
                     if self.progress():  # may bring ours too (see _on_forwarded)
                         backoff.reset()
                     got = self._crossed.get(key)
-                    if not got and ctx.queues.peek(source, tag) is not None:
+                    m = None if got else ctx.queues.peek(source, tag)
+                    if m is not None:
                         # It sent this call's part through the matcher: more than eager size
-                        m = ctx.queues.peek(source, tag)
                         raise UsageError(
                             f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
                             f"cluster) has at most {self.eager_max} bytes of data, rank "
