@@ -306,9 +306,7 @@ class Engine:
             for recv in list(ctx.queues.posted):
                 error = self.doomed(recv.op, recv.source, recv.tag, "receive")
                 if error is not None:
-                    ctx.queues.cancel(recv)
-                    recv.req._start([])
-                    recv.req._fail(error)
+                    self._fail_posted(ctx, recv, error)
 
     def doomed(self, op: str, source: int | None, tag: int | None,
                what: str) -> RankGone | None:
@@ -537,14 +535,19 @@ class Engine:
         tag, _, data = got[0]
         for recv in ctx.queues.posted:
             if recv.source == source and recv.tag == tag:
-                ctx.queues.cancel(recv)
-                recv.req._start([])
-                recv.req._fail(UsageError(
+                self._fail_posted(ctx, recv, UsageError(
                     f"{recv.op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
                     f"cluster) has more than {self.eager_max} bytes of data, rank {source} "
                     f"sent {len(data)}"
                 ))
                 return
+
+    @staticmethod
+    def _fail_posted(ctx: Context, recv: _Posted, error: BaseException) -> None:
+        """Withdraw a posted receive and complete its request with `error`."""
+        ctx.queues.cancel(recv)
+        recv.req._start([])
+        recv.req._fail(error)
 
     # -- receiving -----------------------------------------------------------------------
     def irecv(self, ctx: Context, view, source, tag, op: str, pickled: bool = False) -> Request:
