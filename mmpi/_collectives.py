@@ -128,6 +128,9 @@ class _Ctx:
         return self.e.scratch(slot, nbytes)
 
     def wait(self, *reqs) -> None:
+        if len(reqs) == 1 and type(reqs[0]) is MPI.Request:  # most waits: one native call
+            self.e.wait_all(list(reqs))
+            return
         natives = [r for r in reqs if isinstance(r, MPI.Request)]
         ours = [r for r in reqs if isinstance(r, Request)]
         if natives:

@@ -436,13 +436,10 @@ class Engine:
     def cross_send(self, ctx: Context, view, dest: int, tag: int) -> MPI.Request:
         """Send a collective's crossing of at most `eager_max` bytes to `dest` (other cluster).
 
-        The bytes are copied out at once: the caller may reuse `view` straight away.
+        The bytes are copied out at once: the caller may reuse `view` straight away. The
+        envelope carries this rank's collective call number (see `_keep_crossing`).
         """
-        n = len(view)
-        buf = bytearray(P.ENVELOPE_SIZE + n)
-        # aux: which collective call of this rank it belongs to (see `_keep_crossing`)
-        P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, aux=self.colls).pack_into(buf)
-        buf[P.ENVELOPE_SIZE:] = view
+        buf = P.pack_crossing(self.vrank, dest, tag, ctx.id, self.colls, view)
         return self.links[P.route(self.vrank, dest, self.nfwd)][0].Isend([buf, _BYTE], 0,
                                                                            P.T_COLL)
 
@@ -460,44 +457,12 @@ class Engine:
         """
         key = (ctx.id, source)
         got = self._crossed.get(key)
-        if not got:
-            if self.broken is not None:
-                raise self.broken
-            link = P.route(self.vrank, source, self.nfwd)
-            ctrl = self.links[link][0]
-            st = self._status
-            backoff = self._waiting
-            backoff.reset()
-            since = time.monotonic()
-            drain_at = _now() + _NATIVE_DRAIN
-            while not got:
-                msg = ctrl.Improbe(0, P.T_COLL, st)
-                if msg is not None:
-                    buf = bytearray(st.Get_count(_BYTE))
-                    msg.Recv([buf, _BYTE])
-                    self.heard[link] = time.monotonic()
-                    self._keep_crossing(buf)
-                    backoff.reset()
-                elif _now() >= drain_at:
-                    if self.progress():  # may bring ours too (see _on_forwarded)
-                        backoff.reset()
-                    got = self._crossed.get(key)
-                    m = None if got else ctx.queues.peek(source, tag)
-                    if m is not None:
-                        # It sent this call's part through the matcher: more than eager size
-                        raise UsageError(
-                            f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
-                            f"cluster) has at most {self.eager_max} bytes of data, rank "
-                            f"{source} sent {m.nbytes}"
-                        )
-                    self._alive(since)
-                    drain_at = _now() + _NATIVE_DRAIN
-                else:
-                    backoff.idle()
-                got = self._crossed.get(key)
-        sent, call, data = got.popleft()
-        if not got:
-            del self._crossed[key]
+        if got:
+            sent, call, data = got.popleft()
+            if not got:
+                del self._crossed[key]
+        else:
+            sent, call, data = self._await_crossing(ctx, key, tag, op)
         if sent != tag or call != self.colls:
             raise UsageError(
                 f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
@@ -506,19 +471,67 @@ class Engine:
             )
         return data
 
-    def _keep_crossing(self, buf: bytearray) -> None:
-        env = P.unpack(buf)
-        if len(buf) - P.ENVELOPE_SIZE != env.nbytes:
-            raise ProtocolError(f"rank {self.vrank}: collective crossing says {env.nbytes} "
-                                f"bytes, carries {len(buf) - P.ENVELOPE_SIZE}")
-        key = (env.context, env.src)
+    def _await_crossing(self, ctx: Context, key: tuple[int, int], tag: int,
+                        op: str) -> tuple[int, int, memoryview]:
+        """Poll for the next crossing from key's sender (none is kept): (tag, call, payload).
+
+        The one awaited is taken straight from the link, past `_crossed` (the common case,
+        and the critical path of every small bridged collective); others are kept there.
+        """
+        if self.broken is not None:
+            raise self.broken
+        source = key[1]
+        link = P.route(self.vrank, source, self.nfwd)
+        ctrl = self.links[link][0]
+        st = self._status
+        backoff = self._waiting
+        backoff.reset()
+        since = time.monotonic()
+        drain_at = _now() + _NATIVE_DRAIN
+        while True:
+            msg = ctrl.Improbe(0, P.T_COLL, st)
+            if msg is not None:
+                buf = bytearray(st.Get_count(_BYTE))
+                msg.Recv([buf, _BYTE])
+                self.heard[link] = time.monotonic()
+                head = P.unpack_crossing(buf)
+                if head[0] == source and head[1] == key[0]:  # ours, and none of its is kept
+                    return head[2], head[3], memoryview(buf)[P.ENVELOPE_SIZE:]
+                self._keep_crossing(buf, head)
+                backoff.reset()
+            elif _now() >= drain_at:
+                if self.progress():  # may bring ours too (see _on_forwarded)
+                    backoff.reset()
+                got = self._crossed.get(key)
+                if got:
+                    crossing = got.popleft()
+                    if not got:
+                        del self._crossed[key]
+                    return crossing
+                m = ctx.queues.peek(source, tag)
+                if m is not None:
+                    # It sent this call's part through the matcher: more than eager size
+                    raise UsageError(
+                        f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
+                        f"cluster) has at most {self.eager_max} bytes of data, rank "
+                        f"{source} sent {m.nbytes}"
+                    )
+                self._alive(since)
+                drain_at = _now() + _NATIVE_DRAIN
+            else:
+                backoff.idle()
+
+    def _keep_crossing(self, buf: bytearray, head: tuple | None = None) -> None:
+        """Keep a crossing nobody waits for yet, per (context, sender), in arrival order."""
+        src, cid, tag, call = head or P.unpack_crossing(buf)
+        key = (cid, src)
         got = self._crossed.get(key)
         if got is None:
             got = self._crossed[key] = deque()
-        got.append((env.tag, env.aux, memoryview(buf)[P.ENVELOPE_SIZE:]))
-        ctx = self.contexts.get(env.context)
+        got.append((tag, call, memoryview(buf)[P.ENVELOPE_SIZE:]))
+        ctx = self.contexts.get(cid)
         if ctx is not None and ctx.queues.posted:
-            self.cross_conflict(ctx, env.src)
+            self.cross_conflict(ctx, src)
 
     def cross_conflict(self, ctx: Context, source: int) -> None:
         """Fail a receive through the matcher that this call's crossing from `source` beats.

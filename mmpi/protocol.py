@@ -126,6 +126,32 @@ def pack_eager_into(buf, src: int, dst: int, tag: int, context: int, nbytes: int
     _ENVELOPE.pack_into(buf, 0, VERSION, K_P2P, 0, src, dst, tag, context, nbytes, 0, 0, 0)
 
 
+def pack_crossing(src: int, dst: int, tag: int, context: int, call: int, payload) -> bytearray:
+    """A collective's small crossing (T_COLL), envelope and payload, ready to send.
+
+    The envelope's `aux` carries the sender's collective call number. Built without the
+    Envelope tuple: a crossing is on the critical path of every small bridged collective.
+    """
+    n = len(payload)
+    buf = bytearray(ENVELOPE_SIZE + n)
+    _ENVELOPE.pack_into(buf, 0, VERSION, K_P2P, 0, src, dst, tag, context, n, 0, 0, call)
+    buf[ENVELOPE_SIZE:] = payload
+    return buf
+
+
+def unpack_crossing(buf) -> tuple[int, int, int, int]:
+    """(src, context, tag, call) of a T_COLL message; a ProtocolError if it is malformed."""
+    if len(buf) < ENVELOPE_SIZE:
+        raise ProtocolError(f"message of {len(buf)} bytes is shorter than an envelope")
+    version, _, _, src, _, tag, ctx, nbytes, _, _, call = _ENVELOPE.unpack_from(buf)
+    if version != VERSION:
+        raise ProtocolError(f"peer speaks protocol version {version}, we speak {VERSION}")
+    if nbytes != len(buf) - ENVELOPE_SIZE:
+        raise ProtocolError(f"collective crossing says {nbytes} bytes, "
+                            f"carries {len(buf) - ENVELOPE_SIZE}")
+    return src, ctx, tag, call
+
+
 def unpack(buf) -> Envelope:
     """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
     if len(buf) < ENVELOPE_SIZE:

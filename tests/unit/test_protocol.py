@@ -67,3 +67,21 @@ def test_control_roundtrip_and_missing_fields():
         P.decode_control(msg, ("secret",))
     with pytest.raises(ProtocolError, match="malformed"):
         P.decode_control(b"\xff{", ())
+
+
+def test_crossing_roundtrip_carries_the_call_number():
+    buf = P.pack_crossing(src=2, dst=0, tag=4, context=1, call=17, payload=b"abcdefgh")
+    assert P.unpack_crossing(buf) == (2, 1, 4, 17)
+    assert bytes(buf[P.ENVELOPE_SIZE:]) == b"abcdefgh"
+    assert P.unpack(buf).aux == 17  # the same envelope as every other message
+
+
+def test_crossing_with_a_wrong_size_is_refused():
+    buf = P.pack_crossing(2, 0, 4, 1, 0, b"abcd")
+    with pytest.raises(ProtocolError, match="says 4 bytes, carries 3"):
+        P.unpack_crossing(buf[:-1])
+    with pytest.raises(ProtocolError, match="shorter than an envelope"):
+        P.unpack_crossing(buf[:5])
+    buf[0] = 99
+    with pytest.raises(ProtocolError, match="version 99"):
+        P.unpack_crossing(buf)
