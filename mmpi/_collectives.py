@@ -121,6 +121,39 @@ class _Ctx:
     def xrecv(self, source: int, tag: int) -> memoryview:
         return self.e.cross_recv(self.k, source, tag, self.op)
 
+    def cross(self, view, dest: int, tag: int):
+        """Send `view` to `dest` in the other cluster: a crossing if small, else a message."""
+        return self.xsend(view, dest, tag) if self.small(len(view)) else \
+            self.send(view, dest, tag)
+
+    def take(self, into, source: int, tag: int) -> int:
+        """Receive `source`'s part into `into` (its expected size); return the size it had.
+
+        A crossing if `into` is small, else through the matcher (which refuses a larger
+        part). The sender decides by its own size, so a disagreement about which side of the
+        eager size the part is on fails on the receiver (engine Rule 5); a part of another
+        size within it is returned unused, for the caller's size check.
+        """
+        if self.small(len(into)):
+            data = self.xrecv(source, tag)
+            if len(data) == len(into):
+                into[:] = data
+            return len(data)
+        r = self.recv(into, source, tag, self.op)
+        self.wait(r)
+        return r.nbytes
+
+    def swap(self, mine, into, tag: int) -> int:
+        """The leaders' exchange: `mine` to the other leader, its part into `into` (see take)."""
+        if self.small(len(into)):
+            s = self.cross(mine, self.peer, tag)
+            n = self.take(into, self.peer, tag)
+            self.wait(s)
+            return n
+        r = self.recv(into, self.peer, tag, self.op)  # posted first: straight into `into`
+        self.wait(r, self.cross(mine, self.peer, tag))
+        return r.nbytes
+
     def recv_obj(self, source: int, tag: int, op: str) -> Request:
         return self.e.irecv(self.k, None, source, tag, op, pickled=True)
 
@@ -628,10 +661,7 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
         mine = c.tmp(0, c.nl * c.no * blk)
         c.wait(c.L.Igather([out, _BYTE], [mine, _BYTE], 0))
         theirs = c.tmp(1, c.no * c.nl * blk)
-        r = c.recv(theirs, c.peer, T_ALLTOALL, "Alltoall")
-        s = c.send(mine, c.peer, T_ALLTOALL)
-        c.wait(r, s)
-        _same_size("Alltoall", "blocks for it", len(theirs), r.nbytes, c)
+        _same_size("Alltoall", "blocks for it", len(theirs), c.swap(mine, theirs, T_ALLTOALL), c)
         # theirs is [their rank j][my rank i] -> scatter needs [my rank i][their rank j]
         t = np.frombuffer(theirs, np.uint8).reshape(c.no, c.nl, blk).transpose(1, 0, 2)
         tt = np.frombuffer(c.tmp(3, len(theirs)), np.uint8).reshape(c.nl, c.no, blk)
@@ -750,10 +780,15 @@ def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
             sb = as_typed(sendbuf, writable=False, op="Gather")
             _check_block("Gather", c, sb.nbytes, blk)
             sspec = sb.spec
-        r = c.recv(rb.view[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_GATHER, "Gather")
+        theirs = rb.view[c.oo * blk:(c.oo + c.no) * blk]
+        r = None if c.small(len(theirs)) else c.recv(theirs, c.peer, T_GATHER, "Gather")
         c.wait(c.L.Igather(sspec, [rb.view[c.o * blk:(c.o + c.nl) * blk], _BYTE], rl))
-        c.wait(r)
-        _same_size("Gather", "blocks", c.no * blk, r.nbytes, c)
+        if r is None:
+            n = c.take(theirs, c.peer, T_GATHER)
+        else:
+            c.wait(r)
+            n = r.nbytes
+        _same_size("Gather", "blocks", c.no * blk, n, c)
         return
     sb = as_typed(sendbuf, writable=False, op="Gather")
     if rc == c.me:
@@ -761,7 +796,7 @@ def gather(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     elif c.leader:
         part = c.tmp(0, sb.nbytes * c.nl)
         c.wait(c.L.Igather(sb.spec, [part, _BYTE], 0))
-        c.wait(c.send(part, root, T_GATHER))
+        c.wait(c.cross(part, root, T_GATHER))
     else:
         c.wait(c.L.Igather(sb.spec, None, 0))
 
@@ -832,7 +867,7 @@ def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
             rb = as_typed(recvbuf, writable=True, op="Scatter")
             _check_block("Scatter", c, rb.nbytes, blk)
             rspec = [rb.view, _BYTE]
-        s = c.send(sb.view[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_SCATTER)
+        s = c.cross(sb.view[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_SCATTER)
         c.wait(c.L.Iscatter([sb.view[c.o * blk:(c.o + c.nl) * blk], _BYTE], rspec, rl))
         c.wait(s)
         return
@@ -840,11 +875,10 @@ def scatter(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     if rc == c.me:
         c.wait(c.L.Iscatter(None, [rb.view, _BYTE], rl))
     elif c.leader:
-        part = c.tmp(0, rb.nbytes * c.nl + 1)  # spare byte: a larger block is caught below
-        r = c.recv(part, root, T_SCATTER, "Scatter")
-        c.wait(r)
-        _same_size("Scatter", "blocks", rb.nbytes * c.nl, r.nbytes, c)
-        c.wait(c.L.Iscatter([part[:-1], _BYTE], [rb.view, _BYTE], 0))
+        want = rb.nbytes * c.nl
+        part = c.tmp(0, want + (not c.small(want)))  # a spare byte: a larger part is caught
+        _same_size("Scatter", "blocks", want, c.take(part, root, T_SCATTER), c)
+        c.wait(c.L.Iscatter([part[:want], _BYTE], [rb.view, _BYTE], 0))
     else:
         c.wait(c.L.Iscatter(None, [rb.view, _BYTE], 0))
 
@@ -931,9 +965,7 @@ def allgather(comm: Comm, sendbuf, recvbuf) -> None:
     theirs = rb.view[c.oo * blk:(c.oo + c.no) * blk]
     c.wait(c.L.Iallgather(sspec, [mine, _BYTE]))
     if c.leader:
-        r = c.recv(theirs, c.peer, T_ALLGATHER, "Allgather")
-        c.wait(r, c.send(mine, c.peer, T_ALLGATHER))
-        _same_size("Allgather", "blocks", len(theirs), r.nbytes, c)
+        _same_size("Allgather", "blocks", len(theirs), c.swap(mine, theirs, T_ALLGATHER), c)
     c.wait(c.L.Ibcast([theirs, _BYTE], 0))
 
 
@@ -950,9 +982,7 @@ def allgatherv(comm: Comm, sendbuf, recvbuf) -> None:
     theirs = c.tmp(0, total)
     if c.leader:
         mine = _pack(c, 1, [rv.block(c.o + j) for j in range(c.nl)])
-        r = c.recv(theirs, c.peer, T_ALLGATHERV, "Allgatherv")
-        c.wait(r, c.send(mine, c.peer, T_ALLGATHERV))
-        _same_size("Allgatherv", "blocks", total, r.nbytes, c)
+        _same_size("Allgatherv", "blocks", total, c.swap(mine, theirs, T_ALLGATHERV), c)
     c.wait(c.L.Ibcast([theirs, _BYTE], 0))
     pos = 0
     for j in range(c.no):
@@ -1000,10 +1030,8 @@ def reduce_scatter_block(comm: Comm, sendbuf, recvbuf, op) -> None:
         fv = full
         mine = Typed(fv[c.o * blk:(c.o + c.nl) * blk], c.nl * blk // sb.extent, sb.dt, sb.extent)
         theirs = c.tmp(1, c.nl * blk)
-        r = c.recv(theirs, c.peer, T_RSB, "Reduce_scatter_block")
-        s = c.send(fv[c.oo * blk:(c.oo + c.no) * blk], c.peer, T_RSB)
-        c.wait(r, s)
-        _same_size("Reduce_scatter_block", "data for it", len(theirs), r.nbytes, c)
+        n = c.swap(fv[c.oo * blk:(c.oo + c.no) * blk], theirs, T_RSB)
+        _same_size("Reduce_scatter_block", "data for it", len(theirs), n, c)
         _combine(op, mine, theirs, c.me == "low")
         c.wait(c.L.Iscatter([mine.view, _BYTE], [out, _BYTE], 0))
     else:
@@ -1028,11 +1056,11 @@ def scan(comm: Comm, sendbuf, recvbuf, op, exclusive: bool) -> None:
             c.wait(c.L.Iscan(IN_PLACE if sb is None else sb.spec, rb.spec, op))
             last = rb.view
         if c.lrank == c.nl - 1:
-            c.wait(c.send(last, c.peer, T_SCAN))
+            c.wait(c.cross(last, c.peer, T_SCAN))
         return
     total = c.tmp(1, rb.nbytes)
     if c.leader:
-        c.wait(c.recv(total, c.o - 1, T_SCAN, name))
+        _same_size(name, "data", len(total), c.take(total, c.o - 1, T_SCAN), c)
     if exclusive:
         part = c.tmp(2, rb.nbytes)
         c.wait(c.L.Iexscan(data.spec, rb.like(part), op))

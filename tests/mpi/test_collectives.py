@@ -53,6 +53,16 @@ def test_collectives_native_same_answers(native):
                                   r"data, rank 2 sent 30720", False),
     ("eager-boundary-reduce-high", r"rank 0 \(low cluster\) has at most 32768 bytes of data, "
                                    r"rank 2 sent 40960", False),
+    ("eager-boundary-gather-high", r"rank 0 \(low cluster\) has at most 32768 bytes of data, "
+                                   r"rank 2 sent 40960", False),
+    ("eager-boundary-gather-low", r"rank 0 \(low cluster\) has more than 32768 bytes of "
+                                  r"data, rank 2 sent 30720", False),
+    ("eager-boundary-scatter-high", r"rank 2 \(high cluster\) has more than 32768 bytes of "
+                                    r"data, rank 0 sent 30720", True),
+    ("eager-boundary-scatter-low", r"rank 2 \(high cluster\) has at most 32768 bytes of "
+                                   r"data, rank 0 sent 40960", True),
+    ("eager-boundary-allgather-high", r"mismatched arguments: rank [02] .* sent (30720|40960)",
+     True),
     ("alltoallv-counts", r"rank 3 expects 8 bytes from rank 0, which sends 12", True),
     # only the root can tell:
     ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),

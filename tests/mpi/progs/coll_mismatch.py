@@ -32,6 +32,12 @@ elif case.startswith("eager-boundary-"):
         comm.Bcast(np.zeros(n), root=0)
     elif what == "allreduce":
         comm.Allreduce(np.ones(n), np.zeros(n), op=MPI.SUM)
+    elif what == "gather":  # blocks of half that: each cluster's part is 30 or 40 KiB
+        comm.Gather(np.ones(n // 2), np.zeros(size * n // 2) if rank == 0 else None, root=0)
+    elif what == "scatter":
+        comm.Scatter(np.ones(size * n // 2) if rank == 0 else None, np.zeros(n // 2), root=0)
+    elif what == "allgather":
+        comm.Allgather(np.ones(n // 2), np.zeros(size * n // 2))
     else:
         comm.Reduce(np.ones(n), np.zeros(n) if rank == 0 else None, op=MPI.SUM, root=0)
 elif case == "bcast-count-longer":  # the far cluster expects a longer message: no silent gap
