@@ -45,6 +45,10 @@ T_GATHER, T_GATHERV, T_SCATTER, T_SCATTERV, T_ALLGATHER, T_ALLGATHERV = 7, 8, 9,
 T_RSB, T_SCAN, T_OBJ, T_OBJ_REST = 13, 14, 15, 16
 
 
+# The first byte of an object collective's crossing (see _Ctx.send_obj).
+_INLINE, _FOLLOWS = b"\x00", b"\x01"
+
+
 class _Ctx:
     """What a collective needs to know about where it runs."""
 
@@ -92,9 +96,18 @@ class _Ctx:
             self.e.cross_conflict(self.k, source)
         return r
 
-    def send_obj(self, obj, dest: int, tag: int) -> Request:
-        return self.e.isend(self.k, memoryview(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)),
-                            dest, tag, pickled=True)
+    def send_obj(self, obj, dest: int, tag: int) -> tuple:
+        """Send `obj`, pickled, to `dest` in the other cluster; the requests to wait for.
+
+        Only the sender knows the pickle's size, so a crossing always goes first: the pickle
+        itself when it fits (after _INLINE), else _FOLLOWS, and the pickle through the
+        matcher. The receiver (`recv_obj`) learns from the crossing how to wait.
+        """
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        if self.small(len(data) + 1):
+            return (self.xsend(_INLINE + data, dest, tag),)
+        return (self.xsend(_FOLLOWS, dest, tag),
+                self.e.isend(self.k, memoryview(data), dest, tag, pickled=True))
 
     def recv_sized(self, source: int, tag: int, op: str) -> Request:
         """Receive bytes of a size the sender decides; see `received`."""
@@ -154,8 +167,16 @@ class _Ctx:
         self.wait(r, self.cross(mine, self.peer, tag))
         return r.nbytes
 
-    def recv_obj(self, source: int, tag: int, op: str) -> Request:
-        return self.e.irecv(self.k, None, source, tag, op, pickled=True)
+    def recv_obj(self, source: int, tag: int):
+        """The object that `source` sent with `send_obj` (a copy, as in mpi4py)."""
+        data = self.xrecv(source, tag)
+        head = data[:1]
+        if head == _INLINE:
+            return pickle.loads(data[1:])
+        if head != _FOLLOWS:
+            raise UsageError(f"{self.op}: mismatched arguments: rank {source} sent a part "
+                             f"that holds no object (rank {self.rank} expects one)")
+        return self.e.irecv(self.k, None, source, tag, self.op, pickled=True).wait()
 
     def tmp(self, slot: int, nbytes: int) -> memoryview:
         return self.e.scratch(slot, nbytes)
@@ -478,13 +499,12 @@ def bcast_obj(comm: Comm, obj, root: int):
     c = _Ctx.of(comm, "bcast")
     rc, rl = c.root(root)
     if rc == c.me:
-        x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else None
+        x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else ()
         obj = _local_bcast(c, obj, rl)
-        if x is not None:
-            c.wait(x)
+        c.wait(*x)
         return obj
     if c.leader:
-        obj = c.recv_obj(root, T_OBJ, "bcast").wait()
+        obj = c.recv_obj(root, T_OBJ)
     return _local_bcast(c, obj, 0)
 
 
@@ -593,12 +613,12 @@ def reduce_obj(comm: Comm, obj, op, root: int):
     if rc == c.me:
         part = _local_reduce(c, obj, op, rl)
         if c.rank == root:
-            theirs = c.recv_obj(c.peer, T_OBJ, "reduce").wait()
+            theirs = c.recv_obj(c.peer, T_OBJ)
             return op(part, theirs) if c.me == "low" else op(theirs, part)
         return None
     part = _local_reduce(c, obj, op, 0)
     if c.leader:
-        c.wait(c.send_obj(part, root, T_OBJ))
+        c.wait(*c.send_obj(part, root, T_OBJ))
     return None
 
 
@@ -607,9 +627,9 @@ def allreduce_obj(comm: Comm, obj, op):
     op = _obj_op(op)
     part = _local_reduce(c, obj, op, 0)
     if c.leader:
-        r = c.recv_obj(c.peer, T_OBJ, "allreduce")
-        c.wait(c.send_obj(part, c.peer, T_OBJ))
-        theirs = r.wait()
+        s = c.send_obj(part, c.peer, T_OBJ)
+        theirs = c.recv_obj(c.peer, T_OBJ)
+        c.wait(*s)
         part = op(part, theirs) if c.me == "low" else op(theirs, part)
     return _local_bcast(c, part, 0)
 
@@ -752,9 +772,9 @@ def alltoall_obj(comm: Comm, objs):
     out = objs[c.oo:c.oo + c.no]
     gathered = _local_gather(c, out, 0)
     if c.leader:
-        r = c.recv_obj(c.peer, T_OBJ, "alltoall")
-        c.wait(c.send_obj(gathered, c.peer, T_OBJ))
-        theirs = r.wait()  # [their j][my i]
+        s = c.send_obj(gathered, c.peer, T_OBJ)
+        theirs = c.recv_obj(c.peer, T_OBJ)  # [their j][my i]
+        c.wait(*s)
         mine = _local_scatter(c, [[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
     else:
         mine = _local_scatter(c, None, 0)
@@ -922,11 +942,11 @@ def gather_obj(comm: Comm, obj, root: int):
         part = _local_gather(c, obj, rl)
         if c.rank != root:
             return None
-        theirs = c.recv_obj(c.peer, T_OBJ, "gather").wait()
+        theirs = c.recv_obj(c.peer, T_OBJ)
         return part + theirs if c.me == "low" else theirs + part
     part = _local_gather(c, obj, 0)
     if c.leader:
-        c.wait(c.send_obj(part, root, T_OBJ))
+        c.wait(*c.send_obj(part, root, T_OBJ))
     return None
 
 
@@ -940,10 +960,10 @@ def scatter_obj(comm: Comm, objs, root: int):
             if len(objs) != c.n:
                 raise UsageError(f"scatter: root {root} passed {len(objs)} objects for {c.n} "
                                  "ranks")
-            c.wait(c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
+            c.wait(*c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
             mine = objs[c.o:c.o + c.nl]
         return _local_scatter(c, mine, rl)
-    part = c.recv_obj(root, T_OBJ, "scatter").wait() if c.leader else None
+    part = c.recv_obj(root, T_OBJ) if c.leader else None
     return _local_scatter(c, part, 0)
 
 
@@ -996,9 +1016,9 @@ def allgather_obj(comm: Comm, obj):
     part = _local_allgather(c, obj)
     theirs = None
     if c.leader:
-        r = c.recv_obj(c.peer, T_OBJ, "allgather")
-        c.wait(c.send_obj(part, c.peer, T_OBJ))
-        theirs = r.wait()
+        s = c.send_obj(part, c.peer, T_OBJ)
+        theirs = c.recv_obj(c.peer, T_OBJ)
+        c.wait(*s)
     theirs = _local_bcast(c, theirs, 0)
     return part + theirs if c.me == "low" else theirs + part
 
