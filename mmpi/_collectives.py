@@ -45,10 +45,6 @@ T_GATHER, T_GATHERV, T_SCATTER, T_SCATTERV, T_ALLGATHER, T_ALLGATHERV = 7, 8, 9,
 T_RSB, T_SCAN, T_OBJ, T_OBJ_REST = 13, 14, 15, 16
 
 
-# The first byte of an object collective's crossing (see _Ctx.send_obj).
-_INLINE, _FOLLOWS = b"\x00", b"\x01"
-
-
 class _Ctx:
     """What a collective needs to know about where it runs."""
 
@@ -96,19 +92,6 @@ class _Ctx:
             self.e.cross_conflict(self.k, source)
         return r
 
-    def send_obj(self, obj, dest: int, tag: int) -> tuple:
-        """Send `obj`, pickled, to `dest` in the other cluster; the requests to wait for.
-
-        Only the sender knows the pickle's size, so a crossing always goes first: the pickle
-        itself when it fits (after _INLINE), else _FOLLOWS, and the pickle through the
-        matcher. The receiver (`recv_obj`) learns from the crossing how to wait.
-        """
-        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
-        if self.small(len(data) + 1):
-            return (self.xsend(_INLINE + data, dest, tag),)
-        return (self.xsend(_FOLLOWS, dest, tag),
-                self.e.isend(self.k, memoryview(data), dest, tag, pickled=True))
-
     def recv_sized(self, source: int, tag: int, op: str) -> Request:
         """Receive bytes of a size the sender decides; see `received`."""
         return self.e.irecv(self.k, None, source, tag, op)
@@ -119,8 +102,10 @@ class _Ctx:
         return memoryview(req._obj).cast("B")
 
     @staticmethod
-    def release(req: Request) -> None:
-        """The bytes of a `recv_sized` request are no longer needed."""
+    def release(req: Request | None) -> None:
+        """The bytes of a `recv_sized` request are no longer needed (None: nothing to do)."""
+        if req is None:
+            return
         req._obj = None
         req._release()
 
@@ -167,16 +152,33 @@ class _Ctx:
         self.wait(r, self.cross(mine, self.peer, tag))
         return r.nbytes
 
+    # parts of a size only the sender knows (v-collectives' blocks, pickled objects)
+    def send_sized(self, data, dest: int, tag: int) -> MPI.Request | Request:
+        """Send `data` to `dest` in the other cluster: a crossing if small, else a message.
+
+        One message either way: the receiver (`take_sized`) takes whichever comes.
+        """
+        return self.cross(data, dest, tag)
+
+    def take_sized(self, source: int, tag: int) -> tuple[memoryview, Request | None]:
+        """The bytes `source` sent with `send_sized`, and what to `release` after use."""
+        data = self.e.cross_recv(self.k, source, tag, self.op, sized=True)
+        if data is not None:
+            return data, None
+        r = self.e.irecv(self.k, None, source, tag, self.op)
+        self.wait(r)
+        return self.received(r), r
+
+    def send_obj(self, obj, dest: int, tag: int) -> MPI.Request | Request:
+        return self.cross(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL), dest, tag)
+
     def recv_obj(self, source: int, tag: int):
         """The object that `source` sent with `send_obj` (a copy, as in mpi4py)."""
-        data = self.xrecv(source, tag)
-        head = data[:1]
-        if head == _INLINE:
-            return pickle.loads(data[1:])
-        if head != _FOLLOWS:
-            raise UsageError(f"{self.op}: mismatched arguments: rank {source} sent a part "
-                             f"that holds no object (rank {self.rank} expects one)")
-        return self.e.irecv(self.k, None, source, tag, self.op, pickled=True).wait()
+        data, r = self.take_sized(source, tag)
+        obj = pickle.loads(data)
+        del data
+        self.release(r)
+        return obj
 
     def tmp(self, slot: int, nbytes: int) -> memoryview:
         return self.e.scratch(slot, nbytes)
@@ -499,7 +501,7 @@ def bcast_obj(comm: Comm, obj, root: int):
     c = _Ctx.of(comm, "bcast")
     rc, rl = c.root(root)
     if rc == c.me:
-        x = c.send_obj(obj, c.peer, T_OBJ) if c.rank == root else ()
+        x = (c.send_obj(obj, c.peer, T_OBJ),) if c.rank == root else ()
         obj = _local_bcast(c, obj, rl)
         c.wait(*x)
         return obj
@@ -618,7 +620,7 @@ def reduce_obj(comm: Comm, obj, op, root: int):
         return None
     part = _local_reduce(c, obj, op, 0)
     if c.leader:
-        c.wait(*c.send_obj(part, root, T_OBJ))
+        c.wait(c.send_obj(part, root, T_OBJ))
     return None
 
 
@@ -629,7 +631,7 @@ def allreduce_obj(comm: Comm, obj, op):
     if c.leader:
         s = c.send_obj(part, c.peer, T_OBJ)
         theirs = c.recv_obj(c.peer, T_OBJ)
-        c.wait(*s)
+        c.wait(s)
         part = op(part, theirs) if c.me == "low" else op(theirs, part)
     return _local_bcast(c, part, 0)
 
@@ -722,9 +724,10 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         mine[:head] = allcounts.tobytes()
         c.wait(c.L.Igatherv([packed, _BYTE],
                             [mine[head:], (list(map(int, totals)), None), _BYTE], 0))
-        r = c.recv_sized(c.peer, T_ALLTOALLV, "Alltoallv")
-        c.wait(r, c.send(mine, c.peer, T_ALLTOALLV))
-        theirc, theirs = _sized_blocks(c.received(r), c.no * c.nl, "Alltoallv", c)
+        s = c.send_sized(mine, c.peer, T_ALLTOALLV)
+        msg, r = c.take_sized(c.peer, T_ALLTOALLV)
+        c.wait(s)
+        theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c)
         theirc = theirc.reshape(c.no, c.nl)  # [their j][my i]
         # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
         starts = np.concatenate(([0], np.cumsum(theirc.ravel())))[:-1].reshape(c.no, c.nl)
@@ -736,7 +739,7 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
                 runs[pos:pos + n] = theirs[starts[j, i]:starts[j, i] + n]
                 pos += n
         colc = np.ascontiguousarray(theirc.T)
-        del theirc, theirs
+        del theirc, theirs, msg
         c.release(r)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
@@ -774,7 +777,7 @@ def alltoall_obj(comm: Comm, objs):
     if c.leader:
         s = c.send_obj(gathered, c.peer, T_OBJ)
         theirs = c.recv_obj(c.peer, T_OBJ)  # [their j][my i]
-        c.wait(*s)
+        c.wait(s)
         mine = _local_scatter(c, [[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
     else:
         mine = _local_scatter(c, None, 0)
@@ -841,9 +844,9 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
             native = c.L.Igatherv(IN_PLACE, [rv.base, (cnt, dsp), _BYTE], rl)
         else:
             native = c.L.Igatherv([sspec[0], _BYTE], [rv.base, (cnt, dsp), _BYTE], rl)
-        r = c.recv_sized(c.peer, T_GATHERV, "Gatherv")
-        c.wait(native, r)
-        sizes, data = _sized_blocks(c.received(r), c.no, "Gatherv", c)
+        c.wait(native)
+        msg, r = c.take_sized(c.peer, T_GATHERV)
+        sizes, data = _sized_blocks(msg, c.no, "Gatherv", c)
         pos = 0
         for j in range(c.no):
             want, got = rv.nbytes(c.oo + j), int(sizes[j])
@@ -852,7 +855,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
                                  f"expects {want}")
             rv.block(c.oo + j)[:got] = data[pos:pos + got]
             pos += got
-        del sizes, data
+        del sizes, data, msg
         c.release(r)
         return
     sb = as_typed(sendbuf, writable=False, op="Gatherv")
@@ -866,7 +869,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         msg[:sizes.nbytes] = sizes.tobytes()
         c.wait(c.L.Igatherv([sb.view, _BYTE],
                             [msg[sizes.nbytes:], (list(map(int, sizes)), None), _BYTE], 0))
-        c.wait(c.send(msg, root, T_GATHERV))
+        c.wait(c.send_sized(msg, root, T_GATHERV))
     else:
         c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], None, 0))
         c.wait(c.L.Igatherv([sb.view, _BYTE], None, 0))
@@ -913,7 +916,7 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         # One message: the block sizes, then the blocks.
         msg = _pack(c, 0, [memoryview(sizes).cast("B")]
                     + [sv.block(c.oo + j) for j in range(c.no)])
-        s = c.send(msg, c.peer, T_SCATTERV)
+        s = c.send_sized(msg, c.peer, T_SCATTERV)
         cnt = [sv.counts[c.o + j] * ext for j in range(c.nl)]
         dsp = [sv.displs[c.o + j] * ext for j in range(c.nl)]
         rspec = IN_PLACE if recvbuf is IN_PLACE else \
@@ -925,11 +928,10 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
     if rc == c.me:
         c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], rl))
     elif c.leader:
-        r = c.recv_sized(root, T_SCATTERV, "Scatterv")
-        c.wait(r)
-        sizes, data = _sized_blocks(c.received(r), c.nl, "Scatterv", c)
+        msg, r = c.take_sized(root, T_SCATTERV)
+        sizes, data = _sized_blocks(msg, c.nl, "Scatterv", c)
         c.wait(c.L.Iscatterv([data, (list(map(int, sizes)), None), _BYTE], [rb.view, _BYTE], 0))
-        del sizes, data
+        del sizes, data, msg
         c.release(r)
     else:
         c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], 0))
@@ -946,7 +948,7 @@ def gather_obj(comm: Comm, obj, root: int):
         return part + theirs if c.me == "low" else theirs + part
     part = _local_gather(c, obj, 0)
     if c.leader:
-        c.wait(*c.send_obj(part, root, T_OBJ))
+        c.wait(c.send_obj(part, root, T_OBJ))
     return None
 
 
@@ -960,7 +962,7 @@ def scatter_obj(comm: Comm, objs, root: int):
             if len(objs) != c.n:
                 raise UsageError(f"scatter: root {root} passed {len(objs)} objects for {c.n} "
                                  "ranks")
-            c.wait(*c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
+            c.wait(c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
             mine = objs[c.o:c.o + c.nl]
         return _local_scatter(c, mine, rl)
     part = c.recv_obj(root, T_OBJ) if c.leader else None
@@ -1018,7 +1020,7 @@ def allgather_obj(comm: Comm, obj):
     if c.leader:
         s = c.send_obj(part, c.peer, T_OBJ)
         theirs = c.recv_obj(c.peer, T_OBJ)
-        c.wait(*s)
+        c.wait(s)
     theirs = _local_bcast(c, theirs, 0)
     return part + theirs if c.me == "low" else theirs + part
 
