@@ -17,6 +17,9 @@ Rule 2: cross-cluster reductions combine in canonical order (low partial op high
         predefined ops this is done in place, needing only one extra buffer.
 Rule 3: native calls are non-blocking and waited on through the engine, which keeps draining
         the forwarder link (see _engine Rule 1).
+Rule 4: a crossing of at most the eager size goes outside MPI matching, as a collective
+        crossing (_engine Rule 5); each side picks the way by its own size, so arguments that
+        disagree across the eager size fail on the side left waiting instead of hanging.
 """
 
 from __future__ import annotations

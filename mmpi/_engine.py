@@ -20,7 +20,9 @@ Rule 4: a test (Test, Iprobe, ...) that finds nothing progresses once and return
 Rule 5: a collective's small crossings (protocol T_COLL) bypass all of that: the rank that
         needs one polls its forwarder link for that tag alone and takes it as it comes
         (`cross_recv`), in order per (context, sender); other waits that meet one keep it
-        for later. No Request, no matching: see `cross_recv` for what that saves.
+        for later. No Request, no matching: see `cross_recv` for what that saves. A part
+        whose size only its sender knows is a crossing when small, else a message through
+        the matcher; its receiver takes whichever comes (`cross_recv(sized=True)`).
 Rule 6: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never completed (see `leave_collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
