@@ -156,15 +156,11 @@ class _Ctx:
         return r.nbytes
 
     # parts of a size only the sender knows (v-collectives' blocks, pickled objects)
-    def send_sized(self, data, dest: int, tag: int) -> MPI.Request | Request:
-        """Send `data` to `dest` in the other cluster: a crossing if small, else a message.
-
-        One message either way: the receiver (`take_sized`) takes whichever comes.
-        """
-        return self.cross(data, dest, tag)
-
     def take_sized(self, source: int, tag: int) -> tuple[memoryview, Request | None]:
-        """The bytes `source` sent with `send_sized`, and what to `release` after use."""
+        """The bytes `source` sent with `cross`, and what to `release` after use.
+
+        The sender chose a crossing or a message by the size; this takes whichever comes.
+        """
         data = self.e.cross_recv(self.k, source, tag, self.op, sized=True)
         if data is not None:
             return data, None
@@ -727,7 +723,7 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         mine[:head] = allcounts.tobytes()
         c.wait(c.L.Igatherv([packed, _BYTE],
                             [mine[head:], (list(map(int, totals)), None), _BYTE], 0))
-        s = c.send_sized(mine, c.peer, T_ALLTOALLV)
+        s = c.cross(mine, c.peer, T_ALLTOALLV)
         msg, r = c.take_sized(c.peer, T_ALLTOALLV)
         c.wait(s)
         theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c)
@@ -872,7 +868,7 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         msg[:sizes.nbytes] = sizes.tobytes()
         c.wait(c.L.Igatherv([sb.view, _BYTE],
                             [msg[sizes.nbytes:], (list(map(int, sizes)), None), _BYTE], 0))
-        c.wait(c.send_sized(msg, root, T_GATHERV))
+        c.wait(c.cross(msg, root, T_GATHERV))
     else:
         c.wait(c.L.Igather([np.array([sb.nbytes], np.int64), _I64], None, 0))
         c.wait(c.L.Igatherv([sb.view, _BYTE], None, 0))
@@ -919,7 +915,7 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         # One message: the block sizes, then the blocks.
         msg = _pack(c, 0, [memoryview(sizes).cast("B")]
                     + [sv.block(c.oo + j) for j in range(c.no)])
-        s = c.send_sized(msg, c.peer, T_SCATTERV)
+        s = c.cross(msg, c.peer, T_SCATTERV)
         cnt = [sv.counts[c.o + j] * ext for j in range(c.nl)]
         dsp = [sv.displs[c.o + j] * ext for j in range(c.nl)]
         rspec = IN_PLACE if recvbuf is IN_PLACE else \
