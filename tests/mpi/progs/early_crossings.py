@@ -4,7 +4,8 @@ A collective's small crossings (protocol T_COLL) are taken outside MPI matching,
 order per (context, sender). Here one cluster's non-leader comes late to each call, so its
 leader still waits in the native part (draining the forwarder link now and then) when the
 other leader's crossing comes in: the drain must keep it for the crossing's own wait, and
-the next collective's crossing must not be taken for it. `python early_crossings.py ROUNDS`
+the next collective's crossing must not be taken for it; nor may a part that came through the
+matcher instead (Gatherv, allgather of objects). `python early_crossings.py ROUNDS`
 on 2+2 ranks; every rank prints how many crossings its drains kept.
 """
 
@@ -62,5 +63,16 @@ for i in range(rounds):
     world.Reduce(x, out, MPI.SUM, root=root)
     if rank == root:
         assert out.tolist() == want, out
+    # Parts whose size only the sender knows: a crossing when small, else a message through
+    # the matcher (every third round), which the receiver must take instead.
+    n = 5000 if i % 3 == 0 else 3  # doubles: 40000 or 24 bytes per rank
+    late(i)
+    got = np.empty(n * size) if rank == root else None
+    world.Gatherv(np.full(n, float(rank)), [got, [n] * size] if rank == root else None, root)
+    if rank == root:
+        assert (got == np.repeat(np.arange(size, dtype=float), n)).all(), (i, got[::n])
+    late(i)
+    objs = world.allgather((rank, "x" * (8 * n)))
+    assert objs == [(r, "x" * (8 * n)) for r in range(size)], [o[0] for o in objs]
 assert not any(engine._crossed.values()), engine._crossed
 print(f"rank {rank}: ok, drains kept {kept} crossings", flush=True)
