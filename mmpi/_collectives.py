@@ -45,7 +45,10 @@ _I64 = MPI.INT64_T
 # Internal tags, one per collective kind (Rule 1).
 T_BARRIER, T_BCAST, T_REDUCE, T_ALLREDUCE, T_ALLTOALL, T_ALLTOALLV = 1, 2, 3, 4, 5, 6
 T_GATHER, T_GATHERV, T_SCATTER, T_SCATTERV, T_ALLGATHER, T_ALLGATHERV = 7, 8, 9, 10, 11, 12
-T_RSB, T_SCAN, T_OBJ, T_OBJ_REST = 13, 14, 15, 16
+T_RSB, T_SCAN, T_OBJ_REST = 13, 14, 16
+# the pickle forms' own (a crossing of one is never taken for another's)
+T_BCAST_OBJ, T_REDUCE_OBJ, T_ALLREDUCE_OBJ, T_GATHER_OBJ = 17, 18, 19, 20
+T_SCATTER_OBJ, T_ALLGATHER_OBJ, T_ALLTOALL_OBJ = 21, 22, 23
 
 
 class _Ctx:
@@ -500,12 +503,12 @@ def bcast_obj(comm: Comm, obj, root: int):
     c = _Ctx.of(comm, "bcast")
     rc, rl = c.root(root)
     if rc == c.me:
-        x = (c.send_obj(obj, c.peer, T_OBJ),) if c.rank == root else ()
+        x = (c.send_obj(obj, c.peer, T_BCAST_OBJ),) if c.rank == root else ()
         obj = _local_bcast(c, obj, rl)
         c.wait(*x)
         return obj
     if c.leader:
-        obj = c.recv_obj(root, T_OBJ)
+        obj = c.recv_obj(root, T_BCAST_OBJ)
     return _local_bcast(c, obj, 0)
 
 
@@ -614,12 +617,12 @@ def reduce_obj(comm: Comm, obj, op, root: int):
     if rc == c.me:
         part = _local_reduce(c, obj, op, rl)
         if c.rank == root:
-            theirs = c.recv_obj(c.peer, T_OBJ)
+            theirs = c.recv_obj(c.peer, T_REDUCE_OBJ)
             return op(part, theirs) if c.me == "low" else op(theirs, part)
         return None
     part = _local_reduce(c, obj, op, 0)
     if c.leader:
-        c.wait(c.send_obj(part, root, T_OBJ))
+        c.wait(c.send_obj(part, root, T_REDUCE_OBJ))
     return None
 
 
@@ -628,8 +631,8 @@ def allreduce_obj(comm: Comm, obj, op):
     op = _obj_op(op)
     part = _local_reduce(c, obj, op, 0)
     if c.leader:
-        s = c.send_obj(part, c.peer, T_OBJ)
-        theirs = c.recv_obj(c.peer, T_OBJ)
+        s = c.send_obj(part, c.peer, T_ALLREDUCE_OBJ)
+        theirs = c.recv_obj(c.peer, T_ALLREDUCE_OBJ)
         c.wait(s)
         part = op(part, theirs) if c.me == "low" else op(theirs, part)
     return _local_bcast(c, part, 0)
@@ -774,8 +777,8 @@ def alltoall_obj(comm: Comm, objs):
     out = objs[c.oo:c.oo + c.no]
     gathered = _local_gather(c, out, 0)
     if c.leader:
-        s = c.send_obj(gathered, c.peer, T_OBJ)
-        theirs = c.recv_obj(c.peer, T_OBJ)  # [their j][my i]
+        s = c.send_obj(gathered, c.peer, T_ALLTOALL_OBJ)
+        theirs = c.recv_obj(c.peer, T_ALLTOALL_OBJ)  # [their j][my i]
         c.wait(s)
         mine = _local_scatter(c, [[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
     else:
@@ -943,11 +946,11 @@ def gather_obj(comm: Comm, obj, root: int):
         part = _local_gather(c, obj, rl)
         if c.rank != root:
             return None
-        theirs = c.recv_obj(c.peer, T_OBJ)
+        theirs = c.recv_obj(c.peer, T_GATHER_OBJ)
         return part + theirs if c.me == "low" else theirs + part
     part = _local_gather(c, obj, 0)
     if c.leader:
-        c.wait(c.send_obj(part, root, T_OBJ))
+        c.wait(c.send_obj(part, root, T_GATHER_OBJ))
     return None
 
 
@@ -961,10 +964,10 @@ def scatter_obj(comm: Comm, objs, root: int):
             if len(objs) != c.n:
                 raise UsageError(f"scatter: root {root} passed {len(objs)} objects for {c.n} "
                                  "ranks")
-            c.wait(c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_OBJ))
+            c.wait(c.send_obj(objs[c.oo:c.oo + c.no], c.peer, T_SCATTER_OBJ))
             mine = objs[c.o:c.o + c.nl]
         return _local_scatter(c, mine, rl)
-    part = c.recv_obj(root, T_OBJ) if c.leader else None
+    part = c.recv_obj(root, T_SCATTER_OBJ) if c.leader else None
     return _local_scatter(c, part, 0)
 
 
@@ -1017,8 +1020,8 @@ def allgather_obj(comm: Comm, obj):
     part = _local_allgather(c, obj)
     theirs = None
     if c.leader:
-        s = c.send_obj(part, c.peer, T_OBJ)
-        theirs = c.recv_obj(c.peer, T_OBJ)
+        s = c.send_obj(part, c.peer, T_ALLGATHER_OBJ)
+        theirs = c.recv_obj(c.peer, T_ALLGATHER_OBJ)
         c.wait(s)
     theirs = _local_bcast(c, theirs, 0)
     return part + theirs if c.me == "low" else theirs + part

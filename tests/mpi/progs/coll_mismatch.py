@@ -23,6 +23,11 @@ elif case == "different-collectives":  # the clusters' leaders cross in differen
         comm.Allreduce(np.ones(1), np.zeros(1), op=MPI.SUM)
     else:
         comm.Barrier()
+elif case == "different-object-collectives":  # the pickle forms have a tag each
+    if in_high:
+        comm.bcast(rank, root=0)
+    else:
+        comm.allgather(rank)
 elif case.startswith("eager-boundary-"):
     # One side's data fits a crossing message (30 KiB), the other's does not (40 KiB): the
     # two sides take different paths, and the one left waiting must fail, not hang.
