@@ -509,7 +509,7 @@ class Engine:
                 if sized and st.Get_tag() != P.T_COLL:
                     self.heard[link] = time.monotonic()
                     self._on_forwarded(link, msg, st.Get_tag(), st.Get_count(_BYTE))
-                    if ctx.queues.peek(source, tag) is not None:
+                    if self._through_matcher(ctx, source, tag, op, sized):
                         return None
                     backoff.reset()
                     continue
@@ -530,20 +530,37 @@ class Engine:
                     if not got:
                         del self._crossed[key]
                     return crossing
-                m = ctx.queues.peek(source, tag)
-                if m is not None and sized:
+                if self._through_matcher(ctx, source, tag, op, sized):
                     return None
-                if m is not None:
-                    # It sent this call's part through the matcher: more than eager size
-                    raise UsageError(
-                        f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} "
-                        f"cluster) has at most {self.eager_max} bytes of data, rank "
-                        f"{source} sent {m.nbytes}"
-                    )
                 self._alive(since)
                 drain_at = _now() + _NATIVE_DRAIN
             else:
                 backoff.idle()
+
+    def _through_matcher(self, ctx: Context, source: int, tag: int, op: str,
+                         sized: bool) -> bool:
+        """Whether `source`'s part of this call came through the matcher (sized waits only).
+
+        A sender's messages to one rank come in order, and it sends its part of this call
+        before anything of a later one; so the first message from it in the matcher's queue,
+        if any, is of this call. Of another collective, or too large for a crossing where
+        this side expected one: the arguments disagree, and waiting would never end.
+        """
+        m = ctx.queues.peek(source, None)
+        if m is None:
+            return False
+        if m.tag != tag:
+            raise UsageError(
+                f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
+                f"(internal tag {m.tag}, through the matcher; this is call {self.colls + 1}, "
+                f"tag {tag}): the ranks called different collectives, or in a different order"
+            )
+        if not sized:
+            raise UsageError(
+                f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} cluster) has at "
+                f"most {self.eager_max} bytes of data, rank {source} sent {m.nbytes}"
+            )
+        return True
 
     def _keep_crossing(self, buf: bytearray, head: tuple | None = None) -> None:
         """Keep a crossing nobody waits for yet, per (context, sender), in arrival order."""

@@ -28,6 +28,11 @@ elif case == "different-object-collectives":  # the pickle forms have a tag each
         comm.bcast(rank, root=0)
     else:
         comm.allgather(rank)
+elif case == "different-collectives-large":  # the low leader's part goes through the matcher
+    if in_high:
+        comm.allgather(rank)
+    else:
+        comm.Allgather(np.ones(5000), np.zeros(5000 * size))
 elif case.startswith("eager-boundary-"):
     # One side's data fits a crossing message (30 KiB), the other's does not (40 KiB): the
     # two sides take different paths, and the one left waiting must fail, not hang.
