@@ -172,7 +172,7 @@ class _Ctx:
         return self.received(r), r
 
     def send_obj(self, obj, dest: int, tag: int) -> MPI.Request | Request:
-        return self.cross(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL), dest, tag)
+        return self.cross(_dumps(obj), dest, tag)
 
     def recv_obj(self, source: int, tag: int):
         """The object that `source` sent with `send_obj` (a copy, as in mpi4py)."""
@@ -474,8 +474,7 @@ def bcast(comm: Comm, buf, root: int) -> None:
             xs = [c.send(b.view[d:d + n], c.oo + i, T_BCAST)
                   for i, (n, d) in enumerate(zip(counts, displs, strict=True))]
         elif c.rank == root:
-            xs = [c.xsend(b.view, c.peer, T_BCAST) if c.small(b.nbytes)
-                  else c.send(b.view, c.peer, T_BCAST)]
+            xs = [c.cross(b.view, c.peer, T_BCAST)]
         c.wait(c.L.Ibcast(b.spec, rl))
         if xs:
             c.wait(*xs)
@@ -488,14 +487,8 @@ def bcast(comm: Comm, buf, root: int) -> None:
             _same_size("Bcast", f"data in share {c.lrank} of {k}", n, r.nbytes, c)
         c.wait(c.L.Iallgatherv(IN_PLACE, [b.view, counts, displs, _BYTE]))
     else:
-        if c.leader and c.small(b.nbytes):
-            data = c.xrecv(root, T_BCAST)
-            _same_size("Bcast", "data", b.nbytes, len(data), c)
-            b.view[:] = data
-        elif c.leader:
-            r = c.recv(b.view, root, T_BCAST, "Bcast")
-            c.wait(r)
-            _same_size("Bcast", "data", b.nbytes, r.nbytes, c)
+        if c.leader:
+            _same_size("Bcast", "data", b.nbytes, c.take(b.view, root, T_BCAST), c)
         c.wait(c.L.Ibcast(b.spec, 0))
 
 
@@ -542,8 +535,7 @@ def reduce(comm: Comm, sendbuf, recvbuf, op, root: int) -> None:
     if rc != c.me and c.leader:
         part = c.tmp(0, sb.nbytes)
         c.wait(_ireduce(c, sb.spec, sb.like(part), op, 0, sb))
-        c.wait(c.xsend(part, root, T_REDUCE) if c.small(sb.nbytes)
-               else c.send(part, root, T_REDUCE))
+        c.wait(c.cross(part, root, T_REDUCE))
     else:
         c.wait(_ireduce(c, sb.spec, None, op, contact, sb))
 
