@@ -1,0 +1,256 @@
+/* The collectives' floor: mmpi's bridged Allreduce and Bcast algorithms in C, no Python anywhere.
+ *
+ * Three jobs joined as mmpi's are (Open_port / Comm_accept / Comm_connect): a one-process relay
+ * and two 2-process clusters, "low" and "high". The relay moves every message it gets from one
+ * cluster to the other (Improbe, receive, send on; a pool of whole-message buffers), polling
+ * with sched_yield as every mmpi process does; the clusters wait the same way. The algorithms
+ * are the library's (mmpi/_collectives.py):
+ *
+ *   allreduce, under 512 KiB: native reduce to local rank 0, the two leaders swap their
+ *              partial results through the relay and add, native bcast in each cluster;
+ *   allreduce, 512 KiB and up: native reduce-scatter (local rank i gets share i), local rank i
+ *              of each cluster swaps share i with local rank i of the other, adds, and a
+ *              native in-place allgather puts the shares together;
+ *   bcast from low rank 0: it sends the data (from 512 KiB: share i to high rank i) and
+ *              broadcasts in its cluster; the high cluster bcasts it (from 512 KiB: allgathers
+ *              the shares).
+ *
+ *   coll relay PORTDIR OP ITERS BYTES     (mpiexec -n 1)
+ *   coll low|high PORTDIR OP ITERS BYTES  (mpiexec -n 2 each, after the relay)
+ *   coll native - OP ITERS BYTES          (mpiexec -n 4: MPICH's own blocking collective, as
+ *                                          mmpi-bench's native baseline calls it)
+ *
+ * Each call is timed alone, with an untimed synchronisation after it, as mmpi-bench times
+ * collectives; the figure (us per call) is the slowest rank's, printed per cluster (the
+ * slower cluster's is the result). OP is allreduce or bcast. TESTS and SPLIT in the
+ * environment change the tests per sched_yield (10) and where the shares start (512 KiB);
+ * PHASES=1 prints the time of each phase of the shares' allreduce, per rank.
+ * Build: mpicc_abi -O2 -o coll coll.c. Run: see run.sh (`coll` rounds).
+ */
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static long SPLIT = 512 << 10;  /* SPLIT=bytes in the environment: where the shares start */
+#define WARMUP 50
+#define TO 10     /* tag of a message for remote local rank r: TO + r */
+#define POOL 8
+
+static int tests = 10;  /* TESTS: tests per sched_yield, as mmpi's waits (MMPI_TESTS_PER_YIELD) */
+
+static void wait_req(MPI_Request *r) {
+  int flag = 0;
+  for (int i = 1;; i++) {
+    MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+    if (flag) return;
+    if (i % tests == 0) sched_yield();
+  }
+}
+
+static void wait_all(int n, MPI_Request *q) {
+  int flag = 0;
+  for (int i = 1;; i++) {
+    MPI_Testall(n, q, &flag, MPI_STATUSES_IGNORE);
+    if (flag) return;
+    if (i % tests == 0) sched_yield();
+  }
+}
+
+/* Messages one call sends across, in both directions together, and the 2 of the untimed
+ * synchronisation after it (see settle). */
+static long per_call(int allreduce, int bytes) {
+  if (allreduce) return (bytes >= SPLIT ? 4 : 2) + 2;
+  return (bytes >= SPLIT ? 2 : 1) + 2;
+}
+
+/* Between timed calls, as mmpi-bench's Barrier between calls: the two clusters' leaders swap a
+ * byte through the relay between two native barriers. */
+static void settle(int me, MPI_Comm w, MPI_Comm x) {
+  char a = 0, b;
+  MPI_Barrier(w);
+  if (me == 0) {
+    MPI_Request q[2];
+    MPI_Irecv(&b, 1, MPI_BYTE, 0, 0, x, q);
+    MPI_Isend(&a, 1, MPI_BYTE, 0, TO, x, q + 1);
+    wait_all(2, q);
+  }
+  MPI_Barrier(w);
+}
+
+static void relay(MPI_Comm lo, MPI_Comm hi, long count, int bytes) {
+  char *buf[POOL];
+  MPI_Request sq[POOL];
+  for (int i = 0; i < POOL; i++) { buf[i] = malloc(bytes); sq[i] = MPI_REQUEST_NULL; }
+  MPI_Comm side[2] = {lo, hi};
+  long moved = 0;
+  int next = 0;
+  while (moved < count) {
+    int did = 0;
+    for (int s = 0; s < 2; s++) {
+      MPI_Message m; MPI_Status st; int flag = 0;
+      MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, side[s], &flag, &m, &st);
+      if (!flag) continue;
+      int k = next; next = (next + 1) % POOL;
+      wait_req(&sq[k]);  /* the pool is larger than what one call has in flight */
+      int n; MPI_Get_count(&st, MPI_BYTE, &n);
+      MPI_Mrecv(buf[k], n, MPI_BYTE, &m, &st);
+      MPI_Isend(buf[k], n, MPI_BYTE, st.MPI_TAG - TO, 0, side[!s], &sq[k]);
+      moved++; did = 1;
+    }
+    if (!did) sched_yield();
+  }
+  wait_all(POOL, sq);
+  for (int i = 0; i < POOL; i++) free(buf[i]);
+}
+
+/* Time spent in the shares' phases: reduce-scatter, exchange, add, allgather (PHASES=1). */
+static double phase[4];
+
+/* One call of the bridged algorithm on a 2-rank cluster; x: the intercomm to the relay. */
+static void allreduce(float *s, float *r, float *theirs, int n, int me, MPI_Comm w, MPI_Comm x) {
+  MPI_Request q[2];
+  if ((long)n * 4 >= SPLIT) {
+    int half = n / 2;
+    float *share = r + (long)me * half;
+    int counts[2] = {half, half};  /* MPICH's Ireduce_scatter_block is 10x slower here */
+    double t[5];
+    t[0] = MPI_Wtime();
+    MPI_Ireduce_scatter(s, share, counts, MPI_FLOAT, MPI_SUM, w, q); wait_req(q);
+    t[1] = MPI_Wtime();
+    MPI_Irecv(theirs, half, MPI_FLOAT, 0, 0, x, q);
+    MPI_Isend(share, half, MPI_FLOAT, 0, TO + me, x, q + 1);
+    wait_all(2, q);
+    t[2] = MPI_Wtime();
+    for (int i = 0; i < half; i++) share[i] += theirs[i];
+    t[3] = MPI_Wtime();
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, half, MPI_FLOAT, w, q); wait_req(q);
+    t[4] = MPI_Wtime();
+    for (int i = 0; i < 4; i++) phase[i] += t[i + 1] - t[i];
+    return;
+  }
+  MPI_Ireduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w, q); wait_req(q);
+  if (me == 0) {
+    MPI_Irecv(theirs, n, MPI_FLOAT, 0, 0, x, q);
+    MPI_Isend(r, n, MPI_FLOAT, 0, TO, x, q + 1);
+    wait_all(2, q);
+    for (int i = 0; i < n; i++) r[i] += theirs[i];
+  }
+  MPI_Ibcast(r, n, MPI_FLOAT, 0, w, q); wait_req(q);
+}
+
+static void bcast(char *b, int bytes, int low, int me, MPI_Comm w, MPI_Comm x) {
+  MPI_Request q[3];
+  int split = bytes >= SPLIT, half = bytes / 2;
+  if (low) {
+    int ns = 0;
+    if (me == 0 && split) {
+      MPI_Isend(b, half, MPI_BYTE, 0, TO, x, q + 1);
+      MPI_Isend(b + half, half, MPI_BYTE, 0, TO + 1, x, q + 2);
+      ns = 2;
+    } else if (me == 0) {
+      MPI_Isend(b, bytes, MPI_BYTE, 0, TO, x, q + 1);
+      ns = 1;
+    }
+    MPI_Ibcast(b, bytes, MPI_BYTE, 0, w, q); wait_req(q);
+    wait_all(ns, q + 1);
+  } else if (split) {
+    MPI_Irecv(b + (long)me * half, half, MPI_BYTE, 0, 0, x, q); wait_req(q);
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, half, MPI_BYTE, w, q); wait_req(q);
+  } else {
+    if (me == 0) { MPI_Irecv(b, bytes, MPI_BYTE, 0, 0, x, q); wait_req(q); }
+    MPI_Ibcast(b, bytes, MPI_BYTE, 0, w, q); wait_req(q);
+  }
+}
+
+static void port_path(char *out, size_t len, const char *dir, const char *cluster) {
+  snprintf(out, len, "%s/%s", dir, cluster);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 6) {
+    fprintf(stderr, "usage: coll relay|low|high|native PORTDIR allreduce|bcast ITERS BYTES\n");
+    return 2;
+  }
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);  /* as mpi4py and mmpi: MPICH then yields in blocking waits */
+  const char *role = argv[1], *dir = argv[2], *op = argv[3];
+  int iters = atoi(argv[4]), bytes = atoi(argv[5]), is_ar = !strcmp(op, "allreduce");
+  int total = iters + WARMUP, me;
+  if (getenv("TESTS")) tests = atoi(getenv("TESTS"));
+  if (getenv("SPLIT")) SPLIT = atol(getenv("SPLIT"));
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  double t0 = 0;
+  char path[4096], port[MPI_MAX_PORT_NAME] = {0};
+  if (!strcmp(role, "native")) {
+    char *s = calloc(bytes, 1), *r = calloc(bytes, 1);
+    double spent = 0, most;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < total; i++) {
+      t0 = MPI_Wtime();
+      if (is_ar) MPI_Allreduce(s, r, bytes / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      else MPI_Bcast(s, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+      if (i >= WARMUP) spent += MPI_Wtime() - t0;
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Reduce(&spent, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (me == 0) printf("C native %s %d B on 4 ranks: %.1f us\n", op, bytes, most / iters * 1e6);
+    MPI_Finalize();
+    return 0;
+  }
+  if (!strcmp(role, "relay")) {
+    MPI_Comm c[2];
+    const char *names[2] = {"low", "high"};
+    char ports[2][MPI_MAX_PORT_NAME];
+    for (int s = 0; s < 2; s++) {  /* one port per cluster (two clusters on one port crash it) */
+      MPI_Open_port(MPI_INFO_NULL, ports[s]);
+      char tmp[4200];
+      port_path(path, sizeof path, dir, names[s]);
+      snprintf(tmp, sizeof tmp, "%s.tmp", path);
+      FILE *f = fopen(tmp, "w"); fputs(ports[s], f); fclose(f); rename(tmp, path);
+    }
+    for (int s = 0; s < 2; s++) MPI_Comm_accept(ports[s], MPI_INFO_NULL, 0, MPI_COMM_SELF, &c[s]);
+    relay(c[0], c[1], total * per_call(is_ar, bytes), bytes);
+    MPI_Comm_disconnect(&c[0]); MPI_Comm_disconnect(&c[1]);
+    MPI_Finalize();
+    return 0;
+  }
+  int low = !strcmp(role, "low");
+  port_path(path, sizeof path, dir, role);
+  if (me == 0) {
+    FILE *f;
+    while (!(f = fopen(path, "r"))) usleep(1000);
+    if (!fgets(port, sizeof port, f)) port[0] = 0;
+    fclose(f);
+  }
+  MPI_Comm x;
+  MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &x);
+  int n = bytes / 4;
+  float *s = malloc((long)n * 4 + 4), *r = malloc((long)n * 4 + 4), *theirs = malloc((long)n * 4 + 4);
+  for (int i = 0; i < n; i++) s[i] = (float)(low * 2 + me + 1);  /* 1, 2 | 3, 4: sum 10 */
+  char *b = calloc(bytes, 1);
+  if (low && me == 0) memset(b, 7, bytes);
+  double spent = 0, most;
+  for (int i = 0; i < total; i++) {
+    t0 = MPI_Wtime();
+    if (is_ar) allreduce(s, r, theirs, n, me, MPI_COMM_WORLD, x);
+    else bcast(b, bytes, low, me, MPI_COMM_WORLD, x);
+    if (i >= WARMUP) spent += MPI_Wtime() - t0;
+    settle(me, MPI_COMM_WORLD, x);
+  }
+  if (getenv("PHASES") && is_ar && bytes >= SPLIT)
+    printf("%s rank %d, us per call: reduce-scatter %.0f, exchange %.0f, add %.0f, allgather %.0f\n",
+           role, me, phase[0] / total * 1e6, phase[1] / total * 1e6, phase[2] / total * 1e6,
+           phase[3] / total * 1e6);
+  MPI_Reduce(&spent, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  double t = most / iters * 1e6;  /* the slower rank of this cluster; run.sh takes the max */
+  /* the result is checked, so that a broken algorithm cannot pass for a fast one */
+  int bad = is_ar ? (n > 0 && (r[0] != 10.0f || r[n - 1] != 10.0f)) : (b[0] != 7 || b[bytes - 1] != 7);
+  if (bad) { fprintf(stderr, "coll %s %s: wrong result on %s rank %d\n", op, argv[5], role, me); MPI_Abort(MPI_COMM_WORLD, 3); }
+  if (me == 0) printf("C relayed %s %d B on 2+2 ranks, %s cluster: %.1f us\n", op, bytes, role, t);
+  MPI_Comm_disconnect(&x);
+  MPI_Finalize();
+  return 0;
+}
