@@ -226,7 +226,17 @@ def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx) -> tuple[np.ndarray
     return sizes, data
 
 
+# mpi4py's predefined reduction ops live as long as the module, so their ids are never
+# reused: the common case is one set lookup (the full check below compares with OP_NULL,
+# 0.8 us a call; Is_commutative, 0.4 us). All of them are commutative.
+_PREDEFINED_OPS = frozenset(
+    id(getattr(MPI, name)) for name in ("SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR",
+                                        "BOR", "LXOR", "BXOR", "MAXLOC", "MINLOC"))
+
+
 def _op(op, name: str) -> MPI.Op:
+    if id(op) in _PREDEFINED_OPS:
+        return op
     if not isinstance(op, MPI.Op) or op == MPI.OP_NULL:
         raise UsageError(f"{name}: expected an MPI.Op such as MPI.SUM, got {op!r}")
     return op
@@ -235,7 +245,7 @@ def _op(op, name: str) -> MPI.Op:
 def _combine(op: MPI.Op, mine: Typed, theirs: memoryview, mine_is_low: bool) -> None:
     """Set mine := low op high, where `theirs` is the other cluster's partial (Rule 2)."""
     tspec = mine.like(theirs)
-    if op.Is_commutative() or not mine_is_low:
+    if not mine_is_low or id(op) in _PREDEFINED_OPS or op.Is_commutative():
         op.Reduce_local(tspec, mine.spec)  # theirs op mine
     else:
         op.Reduce_local(mine.spec, tspec)  # mine op theirs, into theirs ...
