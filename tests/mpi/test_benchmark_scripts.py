@@ -2,12 +2,15 @@
 
 `coll_phases.py`, `busy_slope.py` and `allreduce_parts.py` repeat the steps of mmpi's
 collectives with the library's internals, so a change to those internals can break them
-silently; `poll_loops.py` times user polling loops. Each runs briefly here and must print its
+silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
+bridged collectives. Each runs briefly here and must print its
 figures; the figures themselves are not judged (timing belongs to benchmarks/RESULTS.md, not
 to tests).
 """
 
 import re
+import shutil
+import subprocess
 
 import pytest
 from conftest import ROOT
@@ -56,3 +59,33 @@ def test_allreduce_parts_reports_the_four_ways(bridged):
     assert job.returncode == 0, job.output
     assert re.search(r"us per call: Barrier \d+, Allreduce \d+, bare body \d+, "
                      r"bare body with barriers \d+$", job.stdout, re.M), job.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("op,size", [("allreduce", 8), ("allreduce", 1 << 20), ("bcast", 1 << 20)])
+def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
+    # benchmarks/floor/coll.c, the bridged algorithms in C: three jobs joined by Comm_connect
+    # (a relay and two clusters) and MPICH's own collective; each checks its result.
+    cc = shutil.which("mpicc_abi")
+    assert cc, "mpicc_abi (from the mpich wheel) is not on PATH"
+    exe = tmp_path / "coll"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(BENCH / "floor" / "coll.c")], check=True,
+                   timeout=60)
+    args = [op, "20", str(size)]
+    jobs = [subprocess.Popen(["mpiexec", "-n", str(n), str(exe), role, str(tmp_path), *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for role, n in (("relay", 1), ("low", 2), ("high", 2))]
+    try:
+        outs = [j.communicate(timeout=60)[0] for j in jobs]
+    finally:
+        for j in jobs:
+            j.kill()
+    assert [j.returncode for j in jobs] == [0, 0, 0], outs
+    for cluster, out in zip(("low", "high"), outs[1:], strict=True):
+        assert re.search(rf"C relayed {op} {size} B on 2\+2 ranks, {cluster} cluster: "
+                         rf"\d+\.\d us$", out, re.M), outs
+    native = subprocess.run(["mpiexec", "-n", "4", str(exe), "native", "-", *args],
+                            capture_output=True, text=True, timeout=60)
+    assert native.returncode == 0, native.stdout + native.stderr
+    assert re.search(rf"C native {op} {size} B on 4 ranks: \d+\.\d us$", native.stdout,
+                     re.M), native.stdout
