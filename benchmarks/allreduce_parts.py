@@ -24,19 +24,28 @@ c = C._Ctx.of(w, "allreduce_parts")
 now = time.perf_counter
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 x, y = np.ones(2, np.float32), np.empty(2, np.float32)
-theirs = np.empty(3, np.float32)  # one spare element, as the library's crossing has
+e = c.e
 
 
 def body(reduce: bool) -> None:
-    """The leader scheme of `_collectives.allreduce` (or the same with barriers), bare."""
+    """The leader scheme of `_collectives.allreduce` (or the same with barriers), bare.
+
+    The leaders swap their parts as the library's small collectives do: a crossing each way
+    (engine Rule 5). The engine counts the call like a collective's, as the crossings carry
+    the call's number.
+    """
     L = c.L
+    e.enter_collective("allreduce_parts")
     if c.leader:
         c.wait(L.Ireduce(x, y, native.SUM, 0) if reduce else L.Ibarrier())
-        c.wait(c.recv(theirs, c.peer, 107, "allreduce_parts"), c.send(y, c.peer, 107))
-        np.add(y, theirs[:2], out=y)
+        s = c.xsend(y, c.peer, C.T_ALLREDUCE)
+        theirs = c.xrecv(c.peer, C.T_ALLREDUCE)
+        c.wait(s)
+        np.add(y, np.frombuffer(theirs, np.float32), out=y)
     else:
         c.wait(L.Ireduce(x, None, native.SUM, 0) if reduce else L.Ibarrier())
     c.wait(L.Ibcast(y, 0) if reduce else L.Ibarrier())
+    e.leave_collective(True)
 
 
 ways = {
