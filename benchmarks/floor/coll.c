@@ -14,6 +14,9 @@
  *   bcast from low rank 0: it sends the data (from 512 KiB: share i to high rank i) and
  *              broadcasts in its cluster; the high cluster bcasts it (from 512 KiB: allgathers
  *              the shares).
+ *   alltoall, BYTES per pair of ranks (mmpi's scheme from 32 KiB blocks): every rank sends
+ *              each block for the other cluster straight to its rank through the relay, and
+ *              swaps the local blocks natively.
  *
  *   coll relay PORTDIR OP ITERS BYTES     (mpiexec -n 1)
  *   coll low|high PORTDIR OP ITERS BYTES  (mpiexec -n 2 each, after the relay)
@@ -22,10 +25,10 @@
  *
  * Each call is timed alone, with an untimed synchronisation after it, as mmpi-bench times
  * collectives; the figure (us per call) is the slowest rank's, printed per cluster (the
- * slower cluster's is the result). OP is allreduce or bcast. TESTS and SPLIT in the
+ * slower cluster's is the result). OP is allreduce, bcast or alltoall. TESTS and SPLIT in the
  * environment change the tests per sched_yield (10) and where the shares start (512 KiB);
  * PHASES=1 prints the time of each phase of the shares' allreduce, per rank.
- * Build: mpicc_abi -O2 -o coll coll.c. Run: see run.sh (`coll` rounds).
+ * Build: mpicc_abi -O2 -o coll coll.c. Run: see coll.sh.
  */
 #include <mpi.h>
 #include <sched.h>
@@ -36,8 +39,9 @@
 
 static long SPLIT = 512 << 10;  /* SPLIT=bytes in the environment: where the shares start */
 #define WARMUP 50
-#define TO 10     /* tag of a message for remote local rank r: TO + r */
-#define POOL 8
+#define TO 10     /* tag of a message for remote local rank r: TO + r; the relay sends it on
+                     with the sender's local rank as its tag */
+#define POOL 16
 
 static int tests = 10;  /* TESTS: tests per sched_yield, as mmpi's waits (MMPI_TESTS_PER_YIELD) */
 
@@ -59,11 +63,14 @@ static void wait_all(int n, MPI_Request *q) {
   }
 }
 
+enum { ALLREDUCE, BCAST, ALLTOALL };
+
 /* Messages one call sends across, in both directions together, and the 2 of the untimed
  * synchronisation after it (see settle). */
-static long per_call(int allreduce, int bytes) {
-  if (allreduce) return (bytes >= SPLIT ? 4 : 2) + 2;
-  return (bytes >= SPLIT ? 2 : 1) + 2;
+static long per_call(int op, int bytes) {
+  if (op == ALLREDUCE) return (bytes >= SPLIT ? 4 : 2) + 2;
+  if (op == BCAST) return (bytes >= SPLIT ? 2 : 1) + 2;
+  return 8 + 2;  /* each of 4 ranks, a block to each of 2 remote ranks */
 }
 
 /* Between timed calls, as mmpi-bench's Barrier between calls: the two clusters' leaders swap a
@@ -73,7 +80,7 @@ static void settle(int me, MPI_Comm w, MPI_Comm x) {
   MPI_Barrier(w);
   if (me == 0) {
     MPI_Request q[2];
-    MPI_Irecv(&b, 1, MPI_BYTE, 0, 0, x, q);
+    MPI_Irecv(&b, 1, MPI_BYTE, 0, MPI_ANY_TAG, x, q);
     MPI_Isend(&a, 1, MPI_BYTE, 0, TO, x, q + 1);
     wait_all(2, q);
   }
@@ -97,7 +104,8 @@ static void relay(MPI_Comm lo, MPI_Comm hi, long count, int bytes) {
       wait_req(&sq[k]);  /* the pool is larger than what one call has in flight */
       int n; MPI_Get_count(&st, MPI_BYTE, &n);
       MPI_Mrecv(buf[k], n, MPI_BYTE, &m, &st);
-      MPI_Isend(buf[k], n, MPI_BYTE, st.MPI_TAG - TO, 0, side[!s], &sq[k]);
+      /* on to the addressed rank, tagged with the sender's local rank */
+      MPI_Isend(buf[k], n, MPI_BYTE, st.MPI_TAG - TO, st.MPI_SOURCE, side[!s], &sq[k]);
       moved++; did = 1;
     }
     if (!did) sched_yield();
@@ -120,7 +128,7 @@ static void allreduce(float *s, float *r, float *theirs, int n, int me, MPI_Comm
     t[0] = MPI_Wtime();
     MPI_Ireduce_scatter(s, share, counts, MPI_FLOAT, MPI_SUM, w, q); wait_req(q);
     t[1] = MPI_Wtime();
-    MPI_Irecv(theirs, half, MPI_FLOAT, 0, 0, x, q);
+    MPI_Irecv(theirs, half, MPI_FLOAT, 0, MPI_ANY_TAG, x, q);
     MPI_Isend(share, half, MPI_FLOAT, 0, TO + me, x, q + 1);
     wait_all(2, q);
     t[2] = MPI_Wtime();
@@ -133,7 +141,7 @@ static void allreduce(float *s, float *r, float *theirs, int n, int me, MPI_Comm
   }
   MPI_Ireduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w, q); wait_req(q);
   if (me == 0) {
-    MPI_Irecv(theirs, n, MPI_FLOAT, 0, 0, x, q);
+    MPI_Irecv(theirs, n, MPI_FLOAT, 0, MPI_ANY_TAG, x, q);
     MPI_Isend(r, n, MPI_FLOAT, 0, TO, x, q + 1);
     wait_all(2, q);
     for (int i = 0; i < n; i++) r[i] += theirs[i];
@@ -157,12 +165,27 @@ static void bcast(char *b, int bytes, int low, int me, MPI_Comm w, MPI_Comm x) {
     MPI_Ibcast(b, bytes, MPI_BYTE, 0, w, q); wait_req(q);
     wait_all(ns, q + 1);
   } else if (split) {
-    MPI_Irecv(b + (long)me * half, half, MPI_BYTE, 0, 0, x, q); wait_req(q);
+    MPI_Irecv(b + (long)me * half, half, MPI_BYTE, 0, MPI_ANY_TAG, x, q); wait_req(q);
     MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, half, MPI_BYTE, w, q); wait_req(q);
   } else {
-    if (me == 0) { MPI_Irecv(b, bytes, MPI_BYTE, 0, 0, x, q); wait_req(q); }
+    if (me == 0) { MPI_Irecv(b, bytes, MPI_BYTE, 0, MPI_ANY_TAG, x, q); wait_req(q); }
     MPI_Ibcast(b, bytes, MPI_BYTE, 0, w, q); wait_req(q);
   }
+}
+
+/* Blocks of `bytes` for world ranks 0..3 (low 0, 1, high 0, 1) in `s`, from them in `r`. */
+static void alltoall(char *s, char *r, int bytes, int low, int me, MPI_Comm w, MPI_Comm x) {
+  MPI_Request q[6];
+  int mine = (low ? 0 : 2) + me, peer = (low ? 0 : 2) + !me, far = low ? 2 : 0;
+  long b = bytes;
+  for (int i = 0; i < 2; i++)  /* remote local rank i's block comes tagged i */
+    MPI_Irecv(r + (far + i) * b, bytes, MPI_BYTE, 0, i, x, q + i);
+  MPI_Irecv(r + peer * b, bytes, MPI_BYTE, !me, 0, w, q + 2);
+  for (int i = 0; i < 2; i++)
+    MPI_Isend(s + (far + i) * b, bytes, MPI_BYTE, 0, TO + i, x, q + 3 + i);
+  MPI_Isend(s + peer * b, bytes, MPI_BYTE, !me, 0, w, q + 5);
+  memcpy(r + mine * b, s + mine * b, bytes);
+  wait_all(6, q);
 }
 
 static void port_path(char *out, size_t len, const char *dir, const char *cluster) {
@@ -171,13 +194,18 @@ static void port_path(char *out, size_t len, const char *dir, const char *cluste
 
 int main(int argc, char **argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: coll relay|low|high|native PORTDIR allreduce|bcast ITERS BYTES\n");
+    fprintf(stderr, "usage: coll relay|low|high|native PORTDIR allreduce|bcast|alltoall ITERS BYTES\n");
     return 2;
   }
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);  /* as mpi4py and mmpi: MPICH then yields in blocking waits */
   const char *role = argv[1], *dir = argv[2], *op = argv[3];
   int iters = atoi(argv[4]), bytes = atoi(argv[5]), is_ar = !strcmp(op, "allreduce");
+  int kind = is_ar ? ALLREDUCE : !strcmp(op, "bcast") ? BCAST : ALLTOALL;
+  if (kind == ALLTOALL && strcmp(op, "alltoall")) {
+    fprintf(stderr, "coll: unknown OP %s\n", op);
+    return 2;
+  }
   int total = iters + WARMUP, me;
   if (getenv("TESTS")) tests = atoi(getenv("TESTS"));
   if (getenv("SPLIT")) SPLIT = atol(getenv("SPLIT"));
@@ -185,13 +213,14 @@ int main(int argc, char **argv) {
   double t0 = 0;
   char path[4096], port[MPI_MAX_PORT_NAME] = {0};
   if (!strcmp(role, "native")) {
-    char *s = calloc(bytes, 1), *r = calloc(bytes, 1);
+    char *s = calloc(4L * bytes, 1), *r = calloc(4L * bytes, 1);
     double spent = 0, most;
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < total; i++) {
       t0 = MPI_Wtime();
       if (is_ar) MPI_Allreduce(s, r, bytes / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      else MPI_Bcast(s, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+      else if (kind == BCAST) MPI_Bcast(s, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+      else MPI_Alltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, MPI_COMM_WORLD);
       if (i >= WARMUP) spent += MPI_Wtime() - t0;
       MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -212,7 +241,7 @@ int main(int argc, char **argv) {
       FILE *f = fopen(tmp, "w"); fputs(ports[s], f); fclose(f); rename(tmp, path);
     }
     for (int s = 0; s < 2; s++) MPI_Comm_accept(ports[s], MPI_INFO_NULL, 0, MPI_COMM_SELF, &c[s]);
-    relay(c[0], c[1], total * per_call(is_ar, bytes), bytes);
+    relay(c[0], c[1], total * per_call(kind, bytes), bytes);
     MPI_Comm_disconnect(&c[0]); MPI_Comm_disconnect(&c[1]);
     MPI_Finalize();
     return 0;
@@ -230,13 +259,17 @@ int main(int argc, char **argv) {
   int n = bytes / 4;
   float *s = malloc((long)n * 4 + 4), *r = malloc((long)n * 4 + 4), *theirs = malloc((long)n * 4 + 4);
   for (int i = 0; i < n; i++) s[i] = (float)(low * 2 + me + 1);  /* 1, 2 | 3, 4: sum 10 */
-  char *b = calloc(bytes, 1);
+  char *b = calloc(4L * bytes, 1), *a = calloc(4L * bytes, 1);
   if (low && me == 0) memset(b, 7, bytes);
+  int world = (low ? 0 : 2) + me;
+  if (kind == ALLTOALL)  /* the block for rank j carries 16 * (sender) + j */
+    for (int j = 0; j < 4; j++) memset(b + (long)j * bytes, 16 * world + j, bytes);
   double spent = 0, most;
   for (int i = 0; i < total; i++) {
     t0 = MPI_Wtime();
     if (is_ar) allreduce(s, r, theirs, n, me, MPI_COMM_WORLD, x);
-    else bcast(b, bytes, low, me, MPI_COMM_WORLD, x);
+    else if (kind == BCAST) bcast(b, bytes, low, me, MPI_COMM_WORLD, x);
+    else alltoall(b, a, bytes, low, me, MPI_COMM_WORLD, x);
     if (i >= WARMUP) spent += MPI_Wtime() - t0;
     settle(me, MPI_COMM_WORLD, x);
   }
@@ -248,6 +281,11 @@ int main(int argc, char **argv) {
   double t = most / iters * 1e6;  /* the slower rank of this cluster; run.sh takes the max */
   /* the result is checked, so that a broken algorithm cannot pass for a fast one */
   int bad = is_ar ? (n > 0 && (r[0] != 10.0f || r[n - 1] != 10.0f)) : (b[0] != 7 || b[bytes - 1] != 7);
+  if (kind == ALLTOALL) {
+    bad = 0;
+    for (int j = 0; j < 4; j++)
+      bad |= a[(long)j * bytes] != 16 * j + world || a[(long)j * bytes + bytes - 1] != 16 * j + world;
+  }
   if (bad) { fprintf(stderr, "coll %s %s: wrong result on %s rank %d\n", op, argv[5], role, me); MPI_Abort(MPI_COMM_WORLD, 3); }
   if (me == 0) printf("C relayed %s %d B on 2+2 ranks, %s cluster: %.1f us\n", op, bytes, role, t);
   MPI_Comm_disconnect(&x);

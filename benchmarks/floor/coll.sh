@@ -1,6 +1,7 @@
 #!/bin/bash
 # The collectives' floor (coll.c) alternated with mmpi-bench: rounds of C native, C relayed and
-# mmpi's bridged Allreduce 8 B / 1 MiB and Bcast 1 MiB on 2+2 ranks (see coll.c's comment).
+# mmpi's bridged Allreduce 8 B / 1 MiB, Bcast 1 MiB and Alltoall 64 KiB on 2+2 ranks (see
+# coll.c's comment).
 # Usage: bash benchmarks/floor/coll.sh [ROUNDS]   (needs mpicc_abi from the mpich wheel and cc)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +31,9 @@ for r in $(seq "$rounds"); do
   relayed allreduce 300 1048576
   native bcast 300 1048576
   relayed bcast 300 1048576
+  native alltoall 500 65536
+  relayed alltoall 500 65536
   timeout 300 mmpi-bench allreduce bcast --sizes 8,1M -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
+  timeout 300 mmpi-bench alltoall --sizes 64K -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
 done
 rm -rf "$tmp"

@@ -62,7 +62,8 @@ def test_allreduce_parts_reports_the_four_ways(bridged):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("op,size", [("allreduce", 8), ("allreduce", 1 << 20), ("bcast", 1 << 20)])
+@pytest.mark.parametrize("op,size", [("allreduce", 8), ("allreduce", 1 << 20), ("bcast", 1 << 20),
+                                     ("alltoall", 1 << 16)])
 def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
     # benchmarks/floor/coll.c, the bridged algorithms in C: three jobs joined by Comm_connect
     # (a relay and two clusters) and MPICH's own collective; each checks its result.
