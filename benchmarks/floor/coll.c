@@ -28,7 +28,7 @@
  * slower cluster's is the result). OP is allreduce, bcast or alltoall. TESTS and SPLIT in the
  * environment change the tests per sched_yield (10) and where the shares start (512 KiB);
  * PHASES=1 prints the time of each phase of the shares' allreduce, per rank.
- * Build: mpicc_abi -O2 -o coll coll.c. Run: see coll.sh.
+ * Build: mpicc_abi -O2 -o coll coll.c. Run: `bash run.sh coll [ROUNDS]` (see run.sh).
  */
 #include <mpi.h>
 #include <sched.h>

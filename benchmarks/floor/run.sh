@@ -3,12 +3,19 @@
 # Usage: bash benchmarks/floor/run.sh [ROUNDS]   (needs mpicc_abi from the mpich wheel and a C
 # compiler). Built against the standard MPI ABI, as mpi4py is: MPICH's own ABI limits port
 # names to 256 characters and UCX's are longer, so Open_port fails there.
+#        bash benchmarks/floor/run.sh coll [ROUNDS]   the collectives' floor instead (coll.c),
+# alternated with mmpi-bench: rounds of C native, C relayed and mmpi's bridged Allreduce 8 B /
+# 1 MiB, Bcast 1 MiB and Alltoall 64 KiB on 2+2 ranks (see coll.c's comment).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
+what=paths
+if [ "${1:-}" = coll ]; then what=coll; shift; fi
 rounds=${1:-3}
 tmp=$(mktemp -d)
 bin=$tmp/floor
+coll=$tmp/coll
 mpicc_abi -O2 -Wall -o "$bin" "$here/floor.c"
+mpicc_abi -O2 -Wall -o "$coll" "$here/coll.c"
 run() { timeout 120 mpiexec "$@" 2>&1 | grep -E ' (us|MB/s)$' || echo "FAILED: $*"; }
 # xrun MODE WINDOWS BYTES [CHUNK DEPTH]: one one-process job per role, joined by Comm_connect
 xrun() {
@@ -23,28 +30,64 @@ xrun() {
   done
   wait "${pids[@]}" && grep -h 'MB/s$' "$pf.low" || echo "FAILED: $mode $*"
 }
-for r in $(seq "$rounds"); do
-  run -n 2 "$bin" direct 20000
-  run -n 3 "$bin" pingpong 20000
-  run -n 5 "$bin" barrier 5000
-  run -n 3 "$bin" exchange 500 1048576
-  run -n 3 "$bin" exchange 1000 262144
-  run -n 2 "$bin" stream-direct 50 4194304
-  run -n 3 "$bin" stream 50 4194304
-  # Bandwidth as mmpi moves it: across jobs, 1 MiB chunks through a pipeline of 2 buffers.
-  xrun xstream-direct 50 4194304
-  xrun xbistream-direct 50 4194304
-  xrun xpipe 50 4194304 1048576 2
-  xrun xbipipe 50 4194304 1048576 2
-  run -n 2 python "$here/floor.py" direct 10000
-  for t in 1 2; do
-    export THREADS=$t
-    run -n 3 python "$here/floor.py" pingpong 10000
-    run -n 5 python "$here/floor.py" barrier 3000
-    run -n 3 python "$here/floor.py" exchange 300 1048576
-    run -n 3 python "$here/floor.py" exchange 500 262144
+# relayed OP ITERS BYTES: the relay job and the two cluster jobs; prints the slower cluster's
+relayed() {
+  local d pids=()
+  d=$(mktemp -d -p "$tmp")
+  timeout 120 mpiexec -n 1 "$coll" relay "$d" "$@" & pids+=($!)
+  timeout 120 mpiexec -n 2 "$coll" low "$d" "$@" > "$d/low.out" & pids+=($!)
+  timeout 120 mpiexec -n 2 "$coll" high "$d" "$@" > "$d/high.out" & pids+=($!)
+  if wait "${pids[@]}"; then
+    sort -t: -k2 -g "$d/low.out" "$d/high.out" | tail -1
+  else
+    echo "FAILED: relayed $*"
+  fi
+}
+native() { timeout 120 mpiexec -n 4 "$coll" native - "$@" || echo "FAILED: native $*"; }
+coll_rounds() {
+  for r in $(seq "$rounds"); do
+    echo "== round $r $(date -u +%H:%M:%S)"
+    native allreduce 2000 8
+    relayed allreduce 2000 8
+    native allreduce 300 1048576
+    relayed allreduce 300 1048576
+    native bcast 300 1048576
+    relayed bcast 300 1048576
+    native alltoall 500 65536
+    relayed alltoall 500 65536
+    timeout 300 mmpi-bench allreduce bcast --sizes 8,1M -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
+    timeout 300 mmpi-bench alltoall --sizes 64K -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
   done
-  unset THREADS
-  run -n 4 python "$here/floor.py" native-barrier 3000
-done
+}
+path_rounds() {
+  for r in $(seq "$rounds"); do
+    run -n 2 "$bin" direct 20000
+    run -n 3 "$bin" pingpong 20000
+    run -n 5 "$bin" barrier 5000
+    run -n 3 "$bin" exchange 500 1048576
+    run -n 3 "$bin" exchange 1000 262144
+    run -n 2 "$bin" stream-direct 50 4194304
+    run -n 3 "$bin" stream 50 4194304
+    # Bandwidth as mmpi moves it: across jobs, 1 MiB chunks through a pipeline of 2 buffers.
+    xrun xstream-direct 50 4194304
+    xrun xbistream-direct 50 4194304
+    xrun xpipe 50 4194304 1048576 2
+    xrun xbipipe 50 4194304 1048576 2
+    run -n 2 python "$here/floor.py" direct 10000
+    for t in 1 2; do
+      export THREADS=$t
+      run -n 3 python "$here/floor.py" pingpong 10000
+      run -n 5 python "$here/floor.py" barrier 3000
+      run -n 3 python "$here/floor.py" exchange 300 1048576
+      run -n 3 python "$here/floor.py" exchange 500 262144
+    done
+    unset THREADS
+    run -n 4 python "$here/floor.py" native-barrier 3000
+  done
+}
+if [ "$what" = coll ]; then
+  coll_rounds
+else
+  path_rounds
+fi
 rm -rf "$tmp"
