@@ -59,6 +59,10 @@ class Backoff:
         self._since = 0.0
         self._nap = MIN_SLEEP
 
+    def napping(self) -> bool:
+        """Whether the wait has been quiet so long that `idle()` naps instead of yielding."""
+        return self._since != 0.0 and _now() - self._since >= self.spin + self.yield_
+
     def idle(self) -> None:
         """Nothing happened in the last poll: wait a little, longer the longer it stays quiet."""
         now = _now()
