@@ -139,13 +139,19 @@ def pack_crossing(src: int, dst: int, tag: int, context: int, call: int, payload
     return buf
 
 
-def unpack_crossing(buf) -> tuple[int, int, int, int]:
-    """(src, context, tag, call) of a T_COLL message; a ProtocolError if it is malformed."""
+def _fields(buf) -> tuple:
+    """The envelope's raw fields at the start of `buf`, checked for length and version."""
     if len(buf) < ENVELOPE_SIZE:
         raise ProtocolError(f"message of {len(buf)} bytes is shorter than an envelope")
-    version, _, _, src, _, tag, ctx, nbytes, _, _, call = _ENVELOPE.unpack_from(buf)
-    if version != VERSION:
-        raise ProtocolError(f"peer speaks protocol version {version}, we speak {VERSION}")
+    fields = _ENVELOPE.unpack_from(buf)
+    if fields[0] != VERSION:
+        raise ProtocolError(f"peer speaks protocol version {fields[0]}, we speak {VERSION}")
+    return fields
+
+
+def unpack_crossing(buf) -> tuple[int, int, int, int]:
+    """(src, context, tag, call) of a T_COLL message; a ProtocolError if it is malformed."""
+    _, _, _, src, _, tag, ctx, nbytes, _, _, call = _fields(buf)
     if nbytes != len(buf) - ENVELOPE_SIZE:
         raise ProtocolError(f"collective crossing says {nbytes} bytes, "
                             f"carries {len(buf) - ENVELOPE_SIZE}")
@@ -154,12 +160,7 @@ def unpack_crossing(buf) -> tuple[int, int, int, int]:
 
 def unpack(buf) -> Envelope:
     """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
-    if len(buf) < ENVELOPE_SIZE:
-        raise ProtocolError(f"message of {len(buf)} bytes is shorter than an envelope")
-    version, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer, aux = \
-        _ENVELOPE.unpack_from(buf)
-    if version != VERSION:
-        raise ProtocolError(f"peer speaks protocol version {version}, we speak {VERSION}")
+    _, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer, aux = _fields(buf)
     _check(nbytes, chunk, xfer)
     return tuple.__new__(Envelope, (kind, src, dst, tag, ctx, nbytes, chunk, xfer, flags, aux))
 
