@@ -182,6 +182,13 @@ class _Ctx:
         self.release(r)
         return obj
 
+    def swap_obj(self, obj, tag: int):
+        """The leaders' exchange of objects: `obj` to the other leader, its object back."""
+        s = self.send_obj(obj, self.peer, tag)
+        theirs = self.recv_obj(self.peer, tag)
+        self.wait(s)
+        return theirs
+
     def tmp(self, slot: int, nbytes: int) -> memoryview:
         return self.e.scratch(slot, nbytes)
 
@@ -633,9 +640,7 @@ def allreduce_obj(comm: Comm, obj, op):
     op = _obj_op(op)
     part = _local_reduce(c, obj, op, 0)
     if c.leader:
-        s = c.send_obj(part, c.peer, T_ALLREDUCE_OBJ)
-        theirs = c.recv_obj(c.peer, T_ALLREDUCE_OBJ)
-        c.wait(s)
+        theirs = c.swap_obj(part, T_ALLREDUCE_OBJ)
         part = op(part, theirs) if c.me == "low" else op(theirs, part)
     return _local_bcast(c, part, 0)
 
@@ -779,9 +784,7 @@ def alltoall_obj(comm: Comm, objs):
     out = objs[c.oo:c.oo + c.no]
     gathered = _local_gather(c, out, 0)
     if c.leader:
-        s = c.send_obj(gathered, c.peer, T_ALLTOALL_OBJ)
-        theirs = c.recv_obj(c.peer, T_ALLTOALL_OBJ)  # [their j][my i]
-        c.wait(s)
+        theirs = c.swap_obj(gathered, T_ALLTOALL_OBJ)  # [their j][my i]
         mine = _local_scatter(c, [[theirs[j][i] for j in range(c.no)] for i in range(c.nl)], 0)
     else:
         mine = _local_scatter(c, None, 0)
@@ -1022,9 +1025,7 @@ def allgather_obj(comm: Comm, obj):
     part = _local_allgather(c, obj)
     theirs = None
     if c.leader:
-        s = c.send_obj(part, c.peer, T_ALLGATHER_OBJ)
-        theirs = c.recv_obj(c.peer, T_ALLGATHER_OBJ)
-        c.wait(s)
+        theirs = c.swap_obj(part, T_ALLGATHER_OBJ)
     theirs = _local_bcast(c, theirs, 0)
     return part + theirs if c.me == "low" else theirs + part
 
