@@ -6,16 +6,20 @@
 #        bash benchmarks/floor/run.sh coll [ROUNDS]   the collectives' floor instead (coll.c),
 # alternated with mmpi-bench: rounds of C native, C relayed and mmpi's bridged Allreduce 8 B /
 # 1 MiB, Bcast 1 MiB and Alltoall 64 KiB on 2+2 ranks (see coll.c's comment).
+#        bash benchmarks/floor/run.sh pairs [ROUNDS]  the concurrent pairs' floor (pairs.c):
+# rounds of 1 and 4 C-relayed pairs of 4 MiB streams, alternated with `mmpi-bench pairs`.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 what=paths
-if [ "${1:-}" = coll ]; then what=coll; shift; fi
+case "${1:-}" in coll|pairs) what=$1; shift ;; esac
 rounds=${1:-3}
 tmp=$(mktemp -d)
 bin=$tmp/floor
 coll=$tmp/coll
+pairs=$tmp/pairs
 mpicc_abi -O2 -Wall -o "$bin" "$here/floor.c"
 mpicc_abi -O2 -Wall -o "$coll" "$here/coll.c"
+mpicc_abi -O2 -Wall -o "$pairs" "$here/pairs.c"
 run() { timeout 120 mpiexec "$@" 2>&1 | grep -E ' (us|MB/s)$' || echo "FAILED: $*"; }
 # xrun MODE WINDOWS BYTES [CHUNK DEPTH]: one one-process job per role, joined by Comm_connect
 xrun() {
@@ -42,6 +46,23 @@ relayed() {
   else
     echo "FAILED: relayed $*"
   fi
+}
+# cpairs N WINDOWS BYTES: the relay job and two N-rank cluster jobs
+cpairs() {
+  local d pids=()
+  d=$(mktemp -d -p "$tmp")
+  timeout 120 mpiexec -n 1 "$pairs" relay "$d" "$@" & pids+=($!)
+  timeout 120 mpiexec -n "$1" "$pairs" low "$d" "$@" > "$d/low.out" & pids+=($!)
+  timeout 120 mpiexec -n "$1" "$pairs" high "$d" "$@" & pids+=($!)
+  if wait "${pids[@]}"; then cat "$d/low.out"; else echo "FAILED: pairs $*"; fi
+}
+pairs_rounds() {
+  for r in $(seq "$rounds"); do
+    echo "== round $r $(date -u +%H:%M:%S)"
+    cpairs 1 10 4194304
+    cpairs 4 5 4194304
+    timeout 300 mmpi-bench pairs --sizes 4M -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
+  done
 }
 native() { timeout 120 mpiexec -n 4 "$coll" native - "$@" || echo "FAILED: native $*"; }
 coll_rounds() {
@@ -85,9 +106,9 @@ path_rounds() {
     run -n 4 python "$here/floor.py" native-barrier 3000
   done
 }
-if [ "$what" = coll ]; then
-  coll_rounds
-else
-  path_rounds
-fi
+case $what in
+  coll) coll_rounds ;;
+  pairs) pairs_rounds ;;
+  *) path_rounds ;;
+esac
 rm -rf "$tmp"

@@ -3,7 +3,7 @@
 `coll_phases.py`, `busy_slope.py` and `allreduce_parts.py` repeat the steps of mmpi's
 collectives with the library's internals, so a change to those internals can break them
 silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
-bridged collectives. Each runs briefly here and must print its figures; the figures
+bridged collectives, `floor/pairs.c` that of concurrent pairs. Each runs briefly here and must print its figures; the figures
 themselves are not judged (timing belongs to benchmarks/RESULTS.md, not to tests).
 """
 
@@ -60,27 +60,38 @@ def test_allreduce_parts_reports_the_four_ways(bridged):
                      r"bare body with barriers \d+$", job.stdout, re.M), job.output
 
 
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("op,size", [("allreduce", 8), ("allreduce", 1 << 20), ("bcast", 1 << 20),
-                                     ("alltoall", 1 << 16)])
-def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
-    # benchmarks/floor/coll.c, the bridged algorithms in C: three jobs joined by Comm_connect
-    # (a relay and two clusters) and MPICH's own collective; each checks its result.
+def _compile(tmp_path, name):
     cc = shutil.which("mpicc_abi")
     assert cc, "mpicc_abi (from the mpich wheel) is not on PATH"
-    exe = tmp_path / "coll"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(BENCH / "floor" / "coll.c")], check=True,
+    exe = tmp_path / name
+    subprocess.run([cc, "-O2", "-o", str(exe), str(BENCH / "floor" / f"{name}.c")], check=True,
                    timeout=60)
-    args = [op, "20", str(size)]
-    jobs = [subprocess.Popen(["mpiexec", "-n", str(n), str(exe), role, str(tmp_path), *args],
+    return exe
+
+
+def _relayed(exe, tmp_path, n, args):
+    """Run a C floor's relay job and its two n-rank cluster jobs; their outputs."""
+    jobs = [subprocess.Popen(["mpiexec", "-n", str(k), str(exe), role, str(tmp_path), *args],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for role, n in (("relay", 1), ("low", 2), ("high", 2))]
+            for role, k in (("relay", 1), ("low", n), ("high", n))]
     try:
         outs = [j.communicate(timeout=60)[0] for j in jobs]
     finally:
         for j in jobs:
             j.kill()
     assert [j.returncode for j in jobs] == [0, 0, 0], outs
+    return outs
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("op,size", [("allreduce", 8), ("allreduce", 1 << 20), ("bcast", 1 << 20),
+                                     ("alltoall", 1 << 16)])
+def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
+    # benchmarks/floor/coll.c, the bridged algorithms in C: three jobs joined by Comm_connect
+    # (a relay and two clusters) and MPICH's own collective; each checks its result.
+    exe = _compile(tmp_path, "coll")
+    args = [op, "20", str(size)]
+    outs = _relayed(exe, tmp_path, 2, args)
     for cluster, out in zip(("low", "high"), outs[1:], strict=True):
         assert re.search(rf"C relayed {op} {size} B on 2\+2 ranks, {cluster} cluster: "
                          rf"\d+\.\d us$", out, re.M), outs
@@ -89,3 +100,13 @@ def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
     assert native.returncode == 0, native.stdout + native.stderr
     assert re.search(rf"C native {op} {size} B on 4 ranks: \d+\.\d us$", native.stdout,
                      re.M), native.stdout
+
+
+@pytest.mark.timeout(120)
+def test_pairs_floor_streams_through_the_relay(tmp_path):
+    # benchmarks/floor/pairs.c: 2 concurrent pairs through a C relay, messages of two chunks
+    # and a partial one; each high rank checks what its low rank sent.
+    exe = _compile(tmp_path, "pairs")
+    outs = _relayed(exe, tmp_path, 2, ["2", "1", str((2 << 20) + 5)])
+    assert re.search(r"^C relayed 2 pair\(s\) of 2097157 B streams: \d+ MB/s$", outs[1],
+                     re.M), outs
