@@ -3,8 +3,9 @@
 `coll_phases.py`, `busy_slope.py` and `allreduce_parts.py` repeat the steps of mmpi's
 collectives with the library's internals, so a change to those internals can break them
 silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
-bridged collectives, `floor/pairs.c` that of concurrent pairs. Each runs briefly here and must print its figures; the figures
-themselves are not judged (timing belongs to benchmarks/RESULTS.md, not to tests).
+bridged collectives, `floor/pairs.c` that of concurrent pairs. Each runs briefly here and
+must print its figures; the figures themselves are not judged (timing belongs to
+benchmarks/RESULTS.md, not to tests).
 """
 
 import re
