@@ -37,6 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jobs.h"
+
 static long SPLIT = 512 << 10;  /* SPLIT=bytes in the environment: where the shares start */
 #define WARMUP 50
 #define TO 10     /* tag of a message for remote local rank r: TO + r; the relay sends it on
@@ -188,13 +190,13 @@ static void alltoall(char *s, char *r, int bytes, int low, int me, MPI_Comm w, M
   wait_all(6, q);
 }
 
-static void port_path(char *out, size_t len, const char *dir, const char *cluster) {
-  snprintf(out, len, "%s/%s", dir, cluster);
-}
-
 int main(int argc, char **argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: coll relay|low|high|native PORTDIR allreduce|bcast|alltoall ITERS BYTES\n");
+    return 2;
+  }
+  if (strcmp(argv[1], "relay") && strcmp(argv[1], "low") && strcmp(argv[1], "high") && strcmp(argv[1], "native")) {
+    fprintf(stderr, "coll: unknown role %s (one of relay|low|high|native)\n", argv[1]);
     return 2;
   }
   int provided;
@@ -211,7 +213,6 @@ int main(int argc, char **argv) {
   if (getenv("SPLIT")) SPLIT = atol(getenv("SPLIT"));
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   double t0 = 0;
-  char path[4096], port[MPI_MAX_PORT_NAME] = {0};
   if (!strcmp(role, "native")) {
     char *s = calloc(4L * bytes, 1), *r = calloc(4L * bytes, 1);
     double spent = 0, most;
@@ -231,31 +232,14 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(role, "relay")) {
     MPI_Comm c[2];
-    const char *names[2] = {"low", "high"};
-    char ports[2][MPI_MAX_PORT_NAME];
-    for (int s = 0; s < 2; s++) {  /* one port per cluster (two clusters on one port crash it) */
-      MPI_Open_port(MPI_INFO_NULL, ports[s]);
-      char tmp[4200];
-      port_path(path, sizeof path, dir, names[s]);
-      snprintf(tmp, sizeof tmp, "%s.tmp", path);
-      FILE *f = fopen(tmp, "w"); fputs(ports[s], f); fclose(f); rename(tmp, path);
-    }
-    for (int s = 0; s < 2; s++) MPI_Comm_accept(ports[s], MPI_INFO_NULL, 0, MPI_COMM_SELF, &c[s]);
+    accept_clusters(dir, c);
     relay(c[0], c[1], total * per_call(kind, bytes), bytes);
     MPI_Comm_disconnect(&c[0]); MPI_Comm_disconnect(&c[1]);
     MPI_Finalize();
     return 0;
   }
   int low = !strcmp(role, "low");
-  port_path(path, sizeof path, dir, role);
-  if (me == 0) {
-    FILE *f;
-    while (!(f = fopen(path, "r"))) usleep(1000);
-    if (!fgets(port, sizeof port, f)) port[0] = 0;
-    fclose(f);
-  }
-  MPI_Comm x;
-  MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &x);
+  MPI_Comm x = connect_cluster(dir, role);
   int n = bytes / 4;
   float *s = malloc((long)n * 4 + 4), *r = malloc((long)n * 4 + 4), *theirs = malloc((long)n * 4 + 4);
   for (int i = 0; i < n; i++) s[i] = (float)(low * 2 + me + 1);  /* 1, 2 | 3, 4: sum 10 */

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jobs.h"
+
 #define WINDOW 64
 #define WARMUP 2
 #define CHUNK (1 << 20)
@@ -93,13 +95,13 @@ static void relay(MPI_Comm lo, MPI_Comm hi, long count, int pool) {
   for (int i = 0; i < pool; i++) free(buf[i]);
 }
 
-static void port_path(char *out, size_t len, const char *dir, const char *cluster) {
-  snprintf(out, len, "%s/%s", dir, cluster);
-}
-
 int main(int argc, char **argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: pairs relay|low|high PORTDIR N WINDOWS BYTES\n");
+    return 2;
+  }
+  if (strcmp(argv[1], "relay") && strcmp(argv[1], "low") && strcmp(argv[1], "high")) {
+    fprintf(stderr, "pairs: unknown role %s (one of relay|low|high)\n", argv[1]);
     return 2;
   }
   int provided;
@@ -114,34 +116,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  char path[4096], port[MPI_MAX_PORT_NAME] = {0};
   if (!strcmp(role, "relay")) {
     MPI_Comm c[2];
-    const char *names[2] = {"low", "high"};
-    char ports[2][MPI_MAX_PORT_NAME];
-    for (int s = 0; s < 2; s++) {  /* one port per cluster (two clusters on one port crash it) */
-      MPI_Open_port(MPI_INFO_NULL, ports[s]);
-      char tmp[4200];
-      port_path(path, sizeof path, dir, names[s]);
-      snprintf(tmp, sizeof tmp, "%s.tmp", path);
-      FILE *f = fopen(tmp, "w"); fputs(ports[s], f); fclose(f); rename(tmp, path);
-    }
-    for (int s = 0; s < 2; s++) MPI_Comm_accept(ports[s], MPI_INFO_NULL, 0, MPI_COMM_SELF, &c[s]);
+    accept_clusters(dir, c);
     relay(c[0], c[1], (long)npairs * windows * (WINDOW * pieces + 1), pool);
     MPI_Comm_disconnect(&c[0]); MPI_Comm_disconnect(&c[1]);
     MPI_Finalize();
     return 0;
   }
   int low = !strcmp(role, "low");
-  port_path(path, sizeof path, dir, role);
-  if (me == 0) {
-    FILE *f;
-    while (!(f = fopen(path, "r"))) usleep(1000);
-    if (!fgets(port, sizeof port, f)) port[0] = 0;
-    fclose(f);
-  }
-  MPI_Comm x;
-  MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &x);
+  MPI_Comm x = connect_cluster(dir, role);
   char *data = malloc(bytes), ack = 0;
   memset(data, low ? 1 + me : 0, bytes);
   int nq = WINDOW * pieces;
