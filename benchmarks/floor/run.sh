@@ -34,27 +34,31 @@ xrun() {
   done
   wait "${pids[@]}" && grep -h 'MB/s$' "$pf.low" || echo "FAILED: $mode $*"
 }
-# relayed OP ITERS BYTES: the relay job and the two cluster jobs; prints the slower cluster's
+# jobs3 EXE N DIR ARGS...: a C floor's relay job and its two N-rank cluster jobs, joined in DIR;
+# the clusters' output goes to DIR/low.out and DIR/high.out
+jobs3() {
+  local exe=$1 n=$2 d=$3 pids=()
+  shift 3
+  timeout 120 mpiexec -n 1 "$exe" relay "$d" "$@" & pids+=($!)
+  timeout 120 mpiexec -n "$n" "$exe" low "$d" "$@" > "$d/low.out" & pids+=($!)
+  timeout 120 mpiexec -n "$n" "$exe" high "$d" "$@" > "$d/high.out" & pids+=($!)
+  wait "${pids[@]}"
+}
+# relayed OP ITERS BYTES: coll.c on 2+2 ranks; prints the slower cluster's figure
 relayed() {
-  local d pids=()
+  local d
   d=$(mktemp -d -p "$tmp")
-  timeout 120 mpiexec -n 1 "$coll" relay "$d" "$@" & pids+=($!)
-  timeout 120 mpiexec -n 2 "$coll" low "$d" "$@" > "$d/low.out" & pids+=($!)
-  timeout 120 mpiexec -n 2 "$coll" high "$d" "$@" > "$d/high.out" & pids+=($!)
-  if wait "${pids[@]}"; then
+  if jobs3 "$coll" 2 "$d" "$@"; then
     sort -t: -k2 -g "$d/low.out" "$d/high.out" | tail -1
   else
     echo "FAILED: relayed $*"
   fi
 }
-# cpairs N WINDOWS BYTES: the relay job and two N-rank cluster jobs
+# cpairs N WINDOWS BYTES: pairs.c with N pairs
 cpairs() {
-  local d pids=()
+  local d
   d=$(mktemp -d -p "$tmp")
-  timeout 120 mpiexec -n 1 "$pairs" relay "$d" "$@" & pids+=($!)
-  timeout 120 mpiexec -n "$1" "$pairs" low "$d" "$@" > "$d/low.out" & pids+=($!)
-  timeout 120 mpiexec -n "$1" "$pairs" high "$d" "$@" & pids+=($!)
-  if wait "${pids[@]}"; then cat "$d/low.out"; else echo "FAILED: pairs $*"; fi
+  if jobs3 "$pairs" "$1" "$d" "$@"; then cat "$d/low.out"; else echo "FAILED: pairs $*"; fi
 }
 pairs_rounds() {
   for r in $(seq "$rounds"); do
