@@ -170,6 +170,30 @@ def as_typed(spec, *, writable: bool, op: str) -> Typed:
     return Typed(flat[start:stop], int(count), dt, extent)
 
 
+def plain_pair(sendbuf, recvbuf) -> MPI.Datatype | None:
+    """The datatype of a send and a receive buffer that need no parsing, else None.
+
+    That is two numpy arrays of one dtype that `as_typed` has already worked out, of the same
+    size, C-contiguous, the receive one writable (or IN_PLACE and such a receive array). For
+    them `as_typed` would give exactly each whole array and this datatype, and a small
+    collective can hand the arrays to mpi4py as they are (see _collectives' `_allreduce_plain`
+    for what that gains). None says nothing about the buffers: the general parsing decides.
+    """
+    if type(recvbuf) is not np.ndarray:
+        return None
+    known = _NDARRAYS.get(recvbuf.dtype)
+    if known is None:
+        return None
+    flags = recvbuf.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return None
+    if sendbuf is not MPI.IN_PLACE and not (
+            type(sendbuf) is np.ndarray and sendbuf.dtype == recvbuf.dtype
+            and sendbuf.size == recvbuf.size and sendbuf.flags.c_contiguous):
+        return None
+    return known[0]
+
+
 def as_view(spec, *, writable: bool, op: str) -> memoryview:
     """A 1-D unsigned-byte view of the bytes that `spec` describes."""
     if spec is None or spec is MPI.BOTTOM:

@@ -58,3 +58,26 @@ def test_derived_datatype_refused():
 def test_object_without_buffer_refused():
     with pytest.raises(BufferError_, match="does not expose a buffer"):
         as_view([1, 2, 3], writable=False, op="Send")
+
+
+def test_plain_pair_only_for_what_as_typed_would_take_whole(monkeypatch):
+    import mmpi._buffers
+    from mmpi._buffers import as_typed, plain_pair
+
+    monkeypatch.setattr(mmpi._buffers, "_NDARRAYS", {})  # as in a fresh process
+    a, b = np.ones(3, np.float32), np.zeros(3, np.float32)
+    assert plain_pair(a, b) is None  # dtype not worked out yet by as_typed: general path
+    t = as_typed(b, writable=True, op="x")
+    assert plain_pair(a, b) == t.dt == MPI.FLOAT
+    assert plain_pair(MPI.IN_PLACE, b) == MPI.FLOAT
+    assert plain_pair(a, b.reshape(1, 3)) == MPI.FLOAT  # shape does not matter, size does
+    assert plain_pair(a, np.zeros(4, np.float32)) is None  # sizes differ
+    assert plain_pair(a, np.zeros(3, np.float64)) is None  # dtypes differ
+    assert plain_pair(a, np.zeros(6, np.float32)[::2]) is None  # not contiguous
+    assert plain_pair(np.ones(6, np.float32)[::2], b) is None
+    ro = np.zeros(3, np.float32)
+    ro.flags.writeable = False
+    assert plain_pair(a, ro) is None  # the receive array is read-only
+    assert plain_pair(a, [b, MPI.FLOAT]) is None  # a spec: parsed in full
+    assert plain_pair([a, MPI.FLOAT], b) is None
+    assert plain_pair(bytearray(12), b) is None

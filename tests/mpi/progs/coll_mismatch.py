@@ -60,6 +60,11 @@ elif case == "allreduce-count":  # one cluster reduces more elements than the ot
     n = 6 if in_high else 4
     out = np.zeros(n)
     comm.Allreduce(np.ones(n), out, op=MPI.SUM)
+elif case == "allreduce-count-plain":  # the same after a good call: plain arrays' short path
+    comm.Allreduce(np.ones(4), np.zeros(4), op=MPI.SUM)
+    n = 6 if in_high else 4
+    out = np.zeros(n)
+    comm.Allreduce(np.ones(n), out, op=MPI.SUM)
 elif case == "allreduce-count-large":  # the same, above the size where allreduce segments
     n = 20000 if in_high else 16384
     out = np.zeros(n)
