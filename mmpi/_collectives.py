@@ -595,9 +595,9 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
 # A small Allreduce of plain numpy arrays (see `plain_pair`) with a predefined op skips the
 # general argument handling: it is the same leader scheme on the same messages, with the arrays
 # handed to mpi4py as they are. Each microsecond of Python in a call costs several on the
-# bridged job's oversubscribed cores (see `_Ctx.of`). 8 B of float32, 2+2 ranks, alternated
-# with the general path in one job, medians of 12 rounds of 200 calls, 6 jobs: 54-63 us
-# against 61-73 (benchmarks/RESULTS.md, "A small Allreduce of plain arrays").
+# bridged job's oversubscribed cores (see `_Ctx.of`). 8 B of float32, 2+2 ranks, mmpi-bench
+# alternating with the general path, 20 rounds: 68.5 us bridged against 78.7 (medians), and
+# faster in 15 of the 20 (benchmarks/RESULTS.md, "... a short path for small Allreduces").
 _PLAIN_MAX = _REDUCE_VIA_RS  # from there on the native reduce goes another way (_ireduce)
 
 
