@@ -111,3 +111,16 @@ def test_pairs_floor_streams_through_the_relay(tmp_path):
     outs = _relayed(exe, tmp_path, 2, ["2", "1", str((2 << 20) + 5)])
     assert re.search(r"^C relayed 2 pair\(s\) of 2097157 B streams: \d+ MB/s$", outs[1],
                      re.M), outs
+
+
+@pytest.mark.timeout(120)
+def test_borderline_runs_write_json_and_a_summary_of_the_targets(tmp_path):
+    # benchmarks/borderline.sh: real mmpi-bench runs of the targets at the line, summarized
+    # by benchmarks/targets.py; two runs, no gap between them.
+    out = subprocess.run(["bash", str(BENCH / "borderline.sh"), "2", str(tmp_path), "0"],
+                         capture_output=True, text=True, timeout=110)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-1.json", "run-2.json"]
+    for name in ("barrier", "allreduce 8 B", "allreduce 1 MiB", "bcast 1 MiB"):
+        assert re.search(rf"^{name} +<= [\d.]+ +\d+\.\d+ .* \d of 2 *$", out.stdout,
+                         re.M), out.stdout
