@@ -118,18 +118,29 @@ def _infer(view: memoryview, op: str) -> MPI.Datatype:
         ) from None
 
 
+def _whole_array(a, writable: bool) -> tuple[MPI.Datatype, int] | None:
+    """(datatype, extent) of a numpy array that `as_typed` takes whole without parsing, else None.
+
+    That is a C-contiguous array of a dtype worked out before (`_NDARRAYS`), writable if asked.
+    """
+    if type(a) is not np.ndarray:
+        return None
+    known = _NDARRAYS.get(a.dtype)
+    if known is None:
+        return None
+    flags = a.flags
+    return known if flags.c_contiguous and (flags.writeable or not writable) else None
+
+
 def as_typed(spec, *, writable: bool, op: str) -> Typed:
     """Parse an mpi4py buffer spec into a Typed run.
 
     Accepted: ``buf``, ``[buf, dt]``, ``[buf, count, dt]``, ``[buf, (count, displ), dt]``,
     ``[buf, count]``.
     """
-    if type(spec) is np.ndarray:  # the common case, without the general parsing
-        known = _NDARRAYS.get(spec.dtype)
-        flags = spec.flags
-        if known is not None and flags.c_contiguous and (flags.writeable or not writable):
-            dt, extent = known
-            return Typed(memoryview(spec).cast("B"), spec.size, dt, extent)
+    known = _whole_array(spec, writable)  # the common case, without the general parsing
+    if known is not None:
+        return Typed(memoryview(spec).cast("B"), spec.size, known[0], known[1])
     if spec is None or spec is MPI.BOTTOM:
         return Typed(_EMPTY, 0, MPI.BYTE, 1)
     count = displ = dt = None
@@ -179,17 +190,12 @@ def plain_pair(sendbuf, recvbuf) -> MPI.Datatype | None:
     collective can hand the arrays to mpi4py as they are (see _collectives' `_allreduce_plain`
     for what that gains). None says nothing about the buffers: the general parsing decides.
     """
-    if type(recvbuf) is not np.ndarray:
-        return None
-    known = _NDARRAYS.get(recvbuf.dtype)
+    known = _whole_array(recvbuf, True)
     if known is None:
         return None
-    flags = recvbuf.flags
-    if not (flags.c_contiguous and flags.writeable):
-        return None
     if sendbuf is not MPI.IN_PLACE and not (
-            type(sendbuf) is np.ndarray and sendbuf.dtype == recvbuf.dtype
-            and sendbuf.size == recvbuf.size and sendbuf.flags.c_contiguous):
+            _whole_array(sendbuf, False) is not None and sendbuf.dtype == recvbuf.dtype
+            and sendbuf.size == recvbuf.size):
         return None
     return known[0]
 
