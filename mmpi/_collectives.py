@@ -125,6 +125,13 @@ class _Ctx:
     def xrecv(self, source: int, tag: int) -> memoryview:
         return self.e.cross_recv(self.k, source, tag, self.op)
 
+    def xswap(self, mine, tag: int) -> memoryview:
+        """The leaders' exchange of small parts as crossings: `mine` out, the other's back."""
+        s = self.xsend(mine, self.peer, tag)
+        theirs = self.xrecv(self.peer, tag)
+        self.wait(s)
+        return theirs
+
     def cross(self, view, dest: int, tag: int):
         """Send `view` to `dest` in the other cluster: a crossing if small, else a message."""
         return self.xsend(view, dest, tag) if self.small(len(view)) else \
@@ -577,9 +584,7 @@ def allreduce(comm: Comm, sendbuf, recvbuf, op) -> None:
     if c.leader:
         c.wait(_ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, 0, rb))
         if c.small(rb.nbytes):
-            s = c.xsend(rb.view, c.peer, T_ALLREDUCE)
-            theirs = c.xrecv(c.peer, T_ALLREDUCE)
-            c.wait(s)
+            theirs = c.xswap(rb.view, T_ALLREDUCE)
         else:
             theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught
             r = c.recv(theirs, c.peer, T_ALLREDUCE, "Allreduce")
@@ -607,9 +612,7 @@ def _allreduce_plain(c: _Ctx, sendbuf, recvbuf: np.ndarray, op: MPI.Op,
     mine = [recvbuf, dt]
     if c.leader:
         c.wait(c.L.Ireduce(IN_PLACE if sendbuf is IN_PLACE else [sendbuf, dt], mine, op, 0))
-        s = c.xsend(recvbuf, c.peer, T_ALLREDUCE)
-        theirs = c.xrecv(c.peer, T_ALLREDUCE)
-        c.wait(s)
+        theirs = c.xswap(recvbuf, T_ALLREDUCE)
         _same_size("Allreduce", "data", recvbuf.nbytes, len(theirs), c)
         op.Reduce_local([theirs, dt], mine)  # theirs op mine: predefined ops commute (Rule 2)
     else:
