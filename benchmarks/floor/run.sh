@@ -5,7 +5,10 @@
 # names to 256 characters and UCX's are longer, so Open_port fails there.
 #        bash benchmarks/floor/run.sh coll [ROUNDS]   the collectives' floor instead (coll.c),
 # alternated with mmpi-bench: rounds of C native, C relayed and mmpi's bridged Allreduce 8 B /
-# 1 MiB, Bcast 1 MiB and Alltoall 64 KiB on 2+2 ranks (see coll.c's comment).
+# 1 MiB, Bcast 1 MiB and Alltoall 64 KiB on 2+2 ranks (see coll.c's comment). PYTHON=1 adds,
+# per collective, coll.py (coll.c in bare mpi4py): its native baseline and its relay and
+# ranks in the three other pairings (Python relay and ranks, C relay with Python ranks, Python
+# relay with C ranks).
 #        bash benchmarks/floor/run.sh pairs [ROUNDS]  the concurrent pairs' floor (pairs.c):
 # rounds of 1 and 4 C-relayed pairs of 4 MiB streams, alternated with `mmpi-bench pairs`.
 set -e
@@ -17,6 +20,9 @@ tmp=$(mktemp -d)
 bin=$tmp/floor
 coll=$tmp/coll
 pairs=$tmp/pairs
+pycoll=$tmp/pycoll
+printf '#!/bin/sh\nexec python "%s/coll.py" "$@"\n' "$here" > "$pycoll"
+chmod +x "$pycoll"
 mpicc_abi -O2 -Wall -o "$bin" "$here/floor.c"
 mpicc_abi -O2 -Wall -o "$coll" "$here/coll.c"
 mpicc_abi -O2 -Wall -o "$pairs" "$here/pairs.c"
@@ -34,22 +40,26 @@ xrun() {
   done
   wait "${pids[@]}" && grep -h 'MB/s$' "$pf.low" || echo "FAILED: $mode $*"
 }
-# jobs3 EXE N DIR ARGS...: a C floor's relay job and its two N-rank cluster jobs, joined in DIR;
-# the clusters' output goes to DIR/low.out and DIR/high.out
+# jobs3 RELAY RANKS N DIR ARGS...: a floor's relay job (program RELAY) and its two N-rank
+# cluster jobs (program RANKS), joined in DIR; the clusters' output goes to DIR/low.out and
+# DIR/high.out
 jobs3() {
-  local exe=$1 n=$2 d=$3 pids=()
-  shift 3
-  timeout 120 mpiexec -n 1 "$exe" relay "$d" "$@" & pids+=($!)
-  timeout 120 mpiexec -n "$n" "$exe" low "$d" "$@" > "$d/low.out" & pids+=($!)
-  timeout 120 mpiexec -n "$n" "$exe" high "$d" "$@" > "$d/high.out" & pids+=($!)
+  local relay=$1 ranks=$2 n=$3 d=$4 pids=()
+  shift 4
+  timeout 120 mpiexec -n 1 "$relay" relay "$d" "$@" & pids+=($!)
+  timeout 120 mpiexec -n "$n" "$ranks" low "$d" "$@" > "$d/low.out" & pids+=($!)
+  timeout 120 mpiexec -n "$n" "$ranks" high "$d" "$@" > "$d/high.out" & pids+=($!)
   wait "${pids[@]}"
 }
-# relayed OP ITERS BYTES: coll.c on 2+2 ranks; prints the slower cluster's figure
+# relayed [RELAY RANKS] OP ITERS BYTES: coll.c (or the given programs) on 2+2 ranks; prints
+# the slower cluster's figure, prefixed with the relay's language when it is not the ranks'
 relayed() {
-  local d
+  local d relay=$coll ranks=$coll what=""
+  if [ $# -gt 3 ]; then relay=$1; ranks=$2; shift 2; fi
+  [ "$relay" != "$ranks" ] && what="($([ "$relay" = "$coll" ] && echo C || echo Python) relay) "
   d=$(mktemp -d -p "$tmp")
-  if jobs3 "$coll" 2 "$d" "$@"; then
-    sort -t: -k2 -g "$d/low.out" "$d/high.out" | tail -1
+  if jobs3 "$relay" "$ranks" 2 "$d" "$@"; then
+    echo "$what$(sort -t: -k2 -g "$d/low.out" "$d/high.out" | tail -1)"
   else
     echo "FAILED: relayed $*"
   fi
@@ -58,7 +68,7 @@ relayed() {
 cpairs() {
   local d
   d=$(mktemp -d -p "$tmp")
-  if jobs3 "$pairs" "$1" "$d" "$@"; then cat "$d/low.out"; else echo "FAILED: pairs $*"; fi
+  if jobs3 "$pairs" "$pairs" "$1" "$d" "$@"; then cat "$d/low.out"; else echo "FAILED: pairs $*"; fi
 }
 pairs_rounds() {
   for r in $(seq "$rounds"); do
@@ -69,17 +79,24 @@ pairs_rounds() {
   done
 }
 native() { timeout 120 mpiexec -n 4 "$coll" native - "$@" || echo "FAILED: native $*"; }
+# one collective: C native and relayed, then (PYTHON=1) coll.py's native and three pairings
+one_coll() {
+  native "$@"
+  relayed "$@"
+  if [ -n "${PYTHON:-}" ]; then
+    timeout 120 mpiexec -n 4 "$pycoll" native - "$@" || echo "FAILED: python native $*"
+    relayed "$pycoll" "$pycoll" "$@"
+    relayed "$coll" "$pycoll" "$@"
+    relayed "$pycoll" "$coll" "$@"
+  fi
+}
 coll_rounds() {
   for r in $(seq "$rounds"); do
     echo "== round $r $(date -u +%H:%M:%S)"
-    native allreduce 2000 8
-    relayed allreduce 2000 8
-    native allreduce 300 1048576
-    relayed allreduce 300 1048576
-    native bcast 300 1048576
-    relayed bcast 300 1048576
-    native alltoall 500 65536
-    relayed alltoall 500 65536
+    one_coll allreduce 2000 8
+    one_coll allreduce 300 1048576
+    one_coll bcast 300 1048576
+    one_coll alltoall 500 65536
     timeout 300 mmpi-bench allreduce bcast --sizes 8,1M -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
     timeout 300 mmpi-bench alltoall --sizes 64K -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
   done

@@ -3,7 +3,8 @@
 `coll_phases.py`, `busy_slope.py` and `allreduce_parts.py` repeat the steps of mmpi's
 collectives with the library's internals, so a change to those internals can break them
 silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
-bridged collectives, `floor/pairs.c` that of concurrent pairs. Each runs briefly here and
+bridged collectives and `floor/coll.py` its bare-mpi4py twin (either side may be C and the
+other Python), `floor/pairs.c` the floor of concurrent pairs. Each runs briefly here and
 must print its figures; the figures themselves are not judged (timing belongs to
 benchmarks/RESULTS.md, not to tests).
 """
@@ -70,11 +71,16 @@ def _compile(tmp_path, name):
     return exe
 
 
-def _relayed(exe, tmp_path, n, args):
-    """Run a C floor's relay job and its two n-rank cluster jobs; their outputs."""
-    jobs = [subprocess.Popen(["mpiexec", "-n", str(k), str(exe), role, str(tmp_path), *args],
+def _relayed(exe, tmp_path, n, args, ranks=None):
+    """Run a floor's relay job (program exe) and its two n-rank cluster jobs (program ranks,
+    else exe as well); their outputs. A program is a path or a command list."""
+    def cmd(prog):
+        return [str(p) for p in (prog if isinstance(prog, list) else [prog])]
+
+    jobs = [subprocess.Popen(["mpiexec", "-n", str(k), *cmd(prog), role, str(tmp_path), *args],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for role, k in (("relay", 1), ("low", n), ("high", n))]
+            for role, k, prog in (("relay", 1, exe), ("low", n, ranks or exe),
+                                  ("high", n, ranks or exe))]
     try:
         outs = [j.communicate(timeout=60)[0] for j in jobs]
     finally:
@@ -100,6 +106,30 @@ def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
                             capture_output=True, text=True, timeout=60)
     assert native.returncode == 0, native.stdout + native.stderr
     assert re.search(rf"C native {op} {size} B on 4 ranks: \d+\.\d us$", native.stdout,
+                     re.M), native.stdout
+
+
+PYCOLL = ["python", str(BENCH / "floor" / "coll.py")]
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("op,size", [("allreduce", 8), ("bcast", 1 << 20), ("alltoall", 1 << 16)])
+def test_python_coll_floor_runs_with_its_own_relay_and_with_the_c_one(tmp_path, op, size):
+    # benchmarks/floor/coll.py, coll.c in bare mpi4py: Python relay and ranks, then Python
+    # ranks through coll.c's relay (the same wire), and mpi4py's own collective; the ranks
+    # check their result.
+    args = [op, "20", str(size)]
+    for relay in (PYCOLL, _compile(tmp_path, "coll")):
+        d = tmp_path / ("py" if relay is PYCOLL else "c")
+        d.mkdir()
+        outs = _relayed(relay, d, 2, args, ranks=PYCOLL)
+        for cluster, out in zip(("low", "high"), outs[1:], strict=True):
+            assert re.search(rf"^python relayed {op} {size} B on 2\+2 ranks, {cluster} "
+                             rf"cluster: \d+\.\d us$", out, re.M), outs
+    native = subprocess.run(["mpiexec", "-n", "4", *PYCOLL, "native", "-", *args],
+                            capture_output=True, text=True, timeout=60)
+    assert native.returncode == 0, native.stdout + native.stderr
+    assert re.search(rf"^python native {op} {size} B on 4 ranks: \d+\.\d us$", native.stdout,
                      re.M), native.stdout
 
 
