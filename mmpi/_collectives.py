@@ -25,6 +25,7 @@ Rule 4: a crossing of at most the eager size goes outside MPI matching, as a col
 from __future__ import annotations
 
 import functools
+import itertools
 import pickle
 from typing import TYPE_CHECKING
 
@@ -318,7 +319,9 @@ def _dumps(obj) -> bytes:
 
 def _displs(sizes) -> list[int]:
     """Where each of consecutive blocks of `sizes` starts."""
-    return [0, *np.cumsum(sizes[:-1]).tolist()] if len(sizes) else []
+    # Plain Python: np.cumsum on a short list took 6 us of the 1 MiB Bcast root's 30 us
+    # before its first send (1+1 ranks, idle); this takes under 1.
+    return list(itertools.accumulate(sizes[:-1], initial=0)) if len(sizes) else []
 
 
 # Pickles travel in slots of this size (an 8-byte length, then the pickle's first bytes), so a
