@@ -12,6 +12,7 @@ benchmarks/RESULTS.md, not to tests).
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 from conftest import ROOT
@@ -109,7 +110,7 @@ def test_coll_floor_runs_relayed_and_native(tmp_path, op, size):
                      re.M), native.stdout
 
 
-PYCOLL = ["python", str(BENCH / "floor" / "coll.py")]
+PYCOLL = [sys.executable, str(BENCH / "floor" / "coll.py")]
 
 
 @pytest.mark.timeout(150)
