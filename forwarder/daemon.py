@@ -244,13 +244,15 @@ class Forwarder:
         """Poll both directions from one thread until `done()` (movers alongside in split)."""
         busy = Backoff()
         relays = self.relays
-        while not done():
+        while True:
             did = False
             for r in relays:
                 if r.poll():
                     did = True
             if did:
                 busy.reset()
+            elif done():  # only when idle: the check took 6% of this thread's samples, as a poll did
+                break
             else:
                 busy.idle()
 
