@@ -9,7 +9,8 @@ Python: a C relay with Python ranks, or the reverse, tells which side the time g
     python coll.py relay|low|high|native PORTDIR allreduce|bcast|alltoall ITERS BYTES
 
 (`mpiexec -n 1` for the relay, `-n 2` for each cluster, `-n 4` for native: mpi4py's own
-blocking collective, as mmpi-bench's native baseline calls it). Run by `run.sh coll`.
+blocking collective, as mmpi-bench's native baseline calls it). Run by `run.sh coll` and
+`run.sh bcast`. SETTLE=polled separates the timed calls as mmpi's Barrier would (see settle).
 """
 
 import os
@@ -24,6 +25,9 @@ TO = 10  # a message for remote local rank r carries tag TO + r; the relay re-ta
 POOL = 16
 TESTS = int(os.environ.get("TESTS", "10"))
 SPLIT = int(os.environ.get("SPLIT", str(512 << 10)))
+# How the calls are separated: "blocking" (coll.c's: MPI_Barrier, the leaders' swap, MPI_Barrier)
+# or "polled" (mmpi's Barrier: the same steps as Ibarrier and waits that yield, see settle)
+SETTLE = os.environ.get("SETTLE", "blocking")
 _yield = os.sched_yield
 _BYTE = MPI.BYTE
 
@@ -49,12 +53,18 @@ def per_call(op: str, nbytes: int) -> int:
 
 
 def settle(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
-    """The untimed synchronisation between calls: the leaders swap a byte between barriers."""
-    w.Barrier()
+    """The untimed synchronisation between calls: the leaders swap a byte between barriers.
+
+    MPICH's blocking Barrier spins without yielding; "polled" waits as mmpi's Barrier does.
+    On oversubscribed cores the two can leave the clusters in a different order, and the
+    rank that starts the next call first waits inside its timed call for the others.
+    """
+    polled = SETTLE == "polled"
+    wait(w.Ibarrier()) if polled else w.Barrier()
     if me == 0:
         a, b = bytearray(1), bytearray(1)
         wait(x.Irecv([b, _BYTE], 0, MPI.ANY_TAG), x.Isend([a, _BYTE], 0, TO))
-    w.Barrier()
+    wait(w.Ibarrier()) if polled else w.Barrier()
 
 
 def relay(sides: tuple[MPI.Intercomm, MPI.Intercomm], count: int, nbytes: int) -> None:
@@ -164,6 +174,9 @@ def main() -> int:
         print("usage: coll.py relay|low|high|native PORTDIR allreduce|bcast|alltoall ITERS BYTES",
               file=sys.stderr)
         return 2
+    if SETTLE not in ("blocking", "polled"):
+        print(f"coll.py: SETTLE={SETTLE!r}: expected blocking or polled", file=sys.stderr)
+        return 2
     role, pdir, op = sys.argv[1:4]
     iters, nbytes = int(sys.argv[4]), int(sys.argv[5])
     total = iters + WARMUP
@@ -233,7 +246,8 @@ def main() -> int:
         print(f"coll.py {op} {nbytes}: wrong result on {role} rank {me}", file=sys.stderr)
         w.Abort(3)
     if me == 0:
-        print(f"python relayed {op} {nbytes} B on 2+2 ranks, {role} cluster: "
+        how = ", polled settle" if SETTLE == "polled" else ""
+        print(f"python relayed {op} {nbytes} B on 2+2 ranks{how}, {role} cluster: "
               f"{most / iters * 1e6:.1f} us")
     x.Disconnect()
     return 0

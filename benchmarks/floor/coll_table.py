@@ -2,8 +2,9 @@
 
     python benchmarks/floor/coll_table.py FILE...
 
-FILE holds the output of `bash benchmarks/floor/run.sh coll [ROUNDS]` (with PYTHON=1, the
-bare-mpi4py pairings too). For each collective of the rounds it prints, per way of running
+FILE holds the output of `bash benchmarks/floor/run.sh coll|bcast [ROUNDS]` (with PYTHON=1,
+the bare-mpi4py pairings too; `bcast` adds two of them with the calls separated as mmpi's
+Barrier separates them, "polled"). For each collective of the rounds it prints, per way of running
 it, the median and range of the ratio to the C native time of the same round (mmpi: its own
 mmpi-bench ratio, bridged / native in that run), how many rounds meet issue 5's target, and
 the median of the time against the C relay's time in the same round.
@@ -32,10 +33,13 @@ MMPI_ROWS = [("bcast", 8), ("bcast", 1 << 20), ("allreduce", 8), ("allreduce", 1
              ("alltoall", 64 << 10)]
 WAYS = {"C": "C relay, C ranks", "python": "Python relay, Python ranks",
         "C/python": "C relay, Python ranks", "python/C": "Python relay, C ranks",
+        "python polled": "Python relay and ranks, polled",
+        "C/python polled": "C relay, Python ranks, polled",
         "mmpi": "mmpi (its own ratio)"}
 
-_LINE = re.compile(r"(?:\((C|Python) relay\) )?(C|python) (native|relayed) (\w+) (\d+) B .*: "
-                   r"([\d.]+) us$")
+# "polled": coll.py's calls separated as mmpi's Barrier separates them (SETTLE=polled)
+_LINE = re.compile(r"(?:\((C|Python) relay\) )?(C|python) (native|relayed) (\w+) (\d+) B "
+                   r"([^:]*): ([\d.]+) us$")
 _ROW = re.compile(r"(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
 
 
@@ -62,7 +66,7 @@ def parse(lines) -> list[Round]:
             continue
         r = rounds[-1]
         if m := _LINE.match(line):
-            relay, lang, kind, op, n, us = m.groups()
+            relay, lang, kind, op, n, how, us = m.groups()
             key = (op, int(n))
             if kind == "native":
                 r.native[(lang.lower(), *key)] = float(us)
@@ -70,6 +74,8 @@ def parse(lines) -> list[Round]:
                 way = "C" if lang == "C" else "python"
                 if relay:  # a relay in the other language
                     way = f"{'C' if relay == 'C' else 'python'}/{way}"
+                if "polled settle" in how:
+                    way += " polled"
                 r.relayed[(way, *key)] = float(us)
         elif (m := _ROW.match(line)) and len(rows) < len(MMPI_ROWS):
             size, _native, bridged, ratio = m.groups()
@@ -106,7 +112,7 @@ def table(rounds: list[Round]) -> list[str]:
             if not ratios:
                 continue
             met = sum(target.met(x) for x in ratios)
-            line = (f"  {label:28} {statistics.median(ratios):5.2f} "
+            line = (f"  {label:32} {statistics.median(ratios):5.2f} "
                     f"[{min(ratios):.2f}-{max(ratios):.2f}]  met {met:2} of {len(ratios):2}")
             if vs_c and way != "C":
                 line += f"  time / C relay's {statistics.median(vs_c):.2f}"

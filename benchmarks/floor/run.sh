@@ -9,12 +9,16 @@
 # per collective, coll.py (coll.c in bare mpi4py): its native baseline and its relay and
 # ranks in the three other pairings (Python relay and ranks, C relay with Python ranks, Python
 # relay with C ranks).
+#        bash benchmarks/floor/run.sh bcast [ROUNDS]  the 1 MiB Bcast alone, for many short
+# rounds (its ratio swings most): as `coll` runs it with PYTHON=1, then coll.py's ranks (with
+# its relay and with coll.c's) separating the calls as mmpi's Barrier does (SETTLE=polled),
+# then `mmpi-bench bcast --sizes 8,1M`.
 #        bash benchmarks/floor/run.sh pairs [ROUNDS]  the concurrent pairs' floor (pairs.c):
 # rounds of 1 and 4 C-relayed pairs of 4 MiB streams, alternated with `mmpi-bench pairs`.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 what=paths
-case "${1:-}" in coll|pairs) what=$1; shift ;; esac
+case "${1:-}" in coll|bcast|pairs) what=$1; shift ;; esac
 rounds=${1:-3}
 tmp=$(mktemp -d)
 bin=$tmp/floor
@@ -101,6 +105,15 @@ coll_rounds() {
     timeout 300 mmpi-bench alltoall --sizes 64K -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
   done
 }
+bcast_rounds() {
+  for r in $(seq "$rounds"); do
+    echo "== round $r $(date -u +%H:%M:%S)"
+    PYTHON=1 one_coll bcast 300 1048576
+    SETTLE=polled relayed "$pycoll" "$pycoll" bcast 300 1048576
+    SETTLE=polled relayed "$coll" "$pycoll" bcast 300 1048576
+    timeout 300 mmpi-bench bcast --sizes 8,1M -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
+  done
+}
 path_rounds() {
   for r in $(seq "$rounds"); do
     run -n 2 "$bin" direct 20000
@@ -129,6 +142,7 @@ path_rounds() {
 }
 case $what in
   coll) coll_rounds ;;
+  bcast) bcast_rounds ;;
   pairs) pairs_rounds ;;
   *) path_rounds ;;
 esac

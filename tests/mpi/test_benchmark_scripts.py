@@ -135,6 +135,23 @@ def test_python_coll_floor_runs_with_its_own_relay_and_with_the_c_one(tmp_path, 
 
 
 @pytest.mark.timeout(120)
+def test_python_coll_floor_separates_calls_as_mmpi_does_when_asked(tmp_path, monkeypatch):
+    # SETTLE=polled (run.sh bcast): the calls are separated by Ibarriers and the leaders' swap
+    # with yielding waits, as mmpi's Barrier separates them; the line says so. A misspelt
+    # SETTLE is refused by name before any job starts.
+    monkeypatch.setenv("SETTLE", "polled")
+    outs = _relayed(PYCOLL, tmp_path, 2, ["bcast", "20", str(1 << 20)], ranks=PYCOLL)
+    for cluster, out in zip(("low", "high"), outs[1:], strict=True):
+        assert re.search(rf"^python relayed bcast {1 << 20} B on 2\+2 ranks, polled settle, "
+                         rf"{cluster} cluster: \d+\.\d us$", out, re.M), outs
+    monkeypatch.setenv("SETTLE", "poled")
+    bad = subprocess.run(["mpiexec", "-n", "1", *PYCOLL, "low", str(tmp_path), "bcast", "1", "8"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "SETTLE='poled': expected blocking or polled" in bad.stderr, \
+        bad.stdout + bad.stderr
+
+
+@pytest.mark.timeout(120)
 def test_pairs_floor_streams_through_the_relay(tmp_path):
     # benchmarks/floor/pairs.c: 2 concurrent pairs through a C relay, messages of two chunks
     # and a partial one; each high rank checks what its low rank sent.

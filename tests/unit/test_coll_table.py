@@ -45,9 +45,9 @@ def test_each_pairing_against_the_c_native_time_of_its_round():
                                 "1", "of", "2"]
     assert block[2].split()[4:] == ["1.60", "[1.60-1.60]", "met", "0", "of", "2", "time", "/",
                                     "C", "relay's", "1.11"]
-    assert block[5].startswith("  mmpi (its own ratio)          1.70 [1.40-2.00]  met  1 of  2")
+    assert block[5].startswith(f"  {'mmpi (its own ratio)':32}  1.70 [1.40-2.00]  met  1 of  2")
     # allreduce 8 B has only C and mmpi figures; 1 MiB allreduce only mmpi's
-    assert "  C relay, C ranks              1.50 [1.50-1.50]  met  2 of  2" in lines
+    assert f"  {'C relay, C ranks':32}  1.50 [1.50-1.50]  met  2 of  2" in lines
     assert not any(line.startswith("  Python relay, Python ranks") for line in
                    lines[:lines.index(block[0])])
 
@@ -57,3 +57,22 @@ def test_an_mmpi_row_out_of_order_is_an_error_naming_the_round():
                                                              "65536                 6.98")
     with pytest.raises(ValueError, match=r"round 1: mmpi-bench row of 65536 B where bcast 8 B"):
         coll_table.parse(text.splitlines())
+
+
+def test_calls_separated_as_mmpi_separates_them_are_their_own_pairings():
+    # run.sh bcast: coll.py's ranks with SETTLE=polled print ", polled settle" in their line
+    polled = ("python relayed bcast 1048576 B on 2+2 ranks, polled settle, high cluster: 800.0 us\n"
+              "(C relay) python relayed bcast 1048576 B on 2+2 ranks, polled settle, low cluster: "
+              "600.0 us\n")
+    text = ROUND.format(n=1, c="480.0", m="1.40").replace("8                     6.98",
+                                                             polled + "8                     6.98")
+    r = coll_table.parse(text.splitlines())[0]
+    assert r.relayed[("python", "bcast", 1 << 20)] == 640.0  # the blocking ones stay apart
+    assert r.relayed[("python polled", "bcast", 1 << 20)] == 800.0
+    assert r.relayed[("C/python polled", "bcast", 1 << 20)] == 600.0
+    lines = coll_table.table([r])
+    # against the round's C native (400) and C relay (480) times
+    assert f"  {'Python relay and ranks, polled':32}  2.00 [2.00-2.00]  met  0 of  1  " \
+           "time / C relay's 1.67" in lines
+    assert f"  {'C relay, Python ranks, polled':32}  1.50 [1.50-1.50]  met  1 of  1  " \
+           "time / C relay's 1.25" in lines
