@@ -6,11 +6,13 @@ polling with `sched_yield` every TESTS tests. The wire is coll.c's (port files, 
 the relay re-tagging with the sender's local rank), so either side can be C and the other
 Python: a C relay with Python ranks, or the reverse, tells which side the time goes to.
 
-    python coll.py relay|low|high|native PORTDIR allreduce|bcast|alltoall ITERS BYTES
+    python coll.py relay|low|high|native PORTDIR allreduce|bcast|alltoall|barrier ITERS BYTES
 
 (`mpiexec -n 1` for the relay, `-n 2` for each cluster, `-n 4` for native: mpi4py's own
 blocking collective, as mmpi-bench's native baseline calls it). Run by `run.sh coll` and
 `run.sh bcast`. SETTLE=polled separates the timed calls as mmpi's Barrier would (see settle).
+`barrier` (Python only; BYTES is ignored) times back-to-back barriers of mmpi's structure, as
+`mmpi-bench barrier` times mmpi's, against mpi4py's own `Barrier` (run by `run.sh barrier`).
 """
 
 import os
@@ -49,6 +51,8 @@ def per_call(op: str, nbytes: int) -> int:
         return (4 if nbytes >= SPLIT else 2) + 2
     if op == "bcast":
         return (2 if nbytes >= SPLIT else 1) + 2
+    if op == "barrier":
+        return 2  # timed back to back: no settle between
     return 8 + 2
 
 
@@ -59,12 +63,23 @@ def settle(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
     On oversubscribed cores the two can leave the clusters in a different order, and the
     rank that starts the next call first waits inside its timed call for the others.
     """
-    polled = SETTLE == "polled"
-    wait(w.Ibarrier()) if polled else w.Barrier()
+    if SETTLE == "polled":
+        barrier(me, w, x)
+        return
+    w.Barrier()
     if me == 0:
         a, b = bytearray(1), bytearray(1)
         wait(x.Irecv([b, _BYTE], 0, MPI.ANY_TAG), x.Isend([a, _BYTE], 0, TO))
-    wait(w.Ibarrier()) if polled else w.Barrier()
+    w.Barrier()
+
+
+def barrier(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
+    """The structure of mmpi's Barrier in bare mpi4py: Ibarrier, the leaders' swap via the relay, Ibarrier."""
+    wait(w.Ibarrier())
+    if me == 0:
+        a, b = bytearray(1), bytearray(1)
+        wait(x.Irecv([b, _BYTE], 0, MPI.ANY_TAG), x.Isend([a, _BYTE], 0, TO))
+    wait(w.Ibarrier())
 
 
 def relay(sides: tuple[MPI.Intercomm, MPI.Intercomm], count: int, nbytes: int) -> None:
@@ -167,12 +182,32 @@ def accept(pdir: str) -> tuple[MPI.Intercomm, MPI.Intercomm]:
     return tuple(MPI.COMM_SELF.Accept(p, MPI.INFO_NULL, 0) for p in ports)
 
 
+def barriers(role: str, pdir: str, w: MPI.Intracomm, iters: int) -> int:
+    """Time `iters` back-to-back barriers after WARMUP: mpi4py's (native) or mmpi's structure."""
+    me = w.Get_rank()
+    x = None if role == "native" else connect(pdir, role)
+    for i in range(WARMUP + iters):
+        if i == WARMUP:
+            t0 = MPI.Wtime()
+        w.Barrier() if x is None else barrier(me, w, x)
+    spent = w.reduce(MPI.Wtime() - t0, MPI.MAX, 0)
+    if me == 0:
+        if x is None:
+            print(f"python native barrier 0 B on 4 ranks: {spent / iters * 1e6:.1f} us")
+        else:
+            print(f"python relayed barrier 0 B on 2+2 ranks, {role} cluster: "
+                  f"{spent / iters * 1e6:.1f} us")
+    if x is not None:
+        x.Disconnect()
+    return 0
+
+
 def main() -> int:
     """Run one role; a cluster prints its slower rank's time per call."""
     if len(sys.argv) != 6 or sys.argv[1] not in ("relay", "low", "high", "native") or \
-            sys.argv[3] not in ("allreduce", "bcast", "alltoall"):
-        print("usage: coll.py relay|low|high|native PORTDIR allreduce|bcast|alltoall ITERS BYTES",
-              file=sys.stderr)
+            sys.argv[3] not in ("allreduce", "bcast", "alltoall", "barrier"):
+        print("usage: coll.py relay|low|high|native PORTDIR allreduce|bcast|alltoall|barrier "
+              "ITERS BYTES", file=sys.stderr)
         return 2
     if SETTLE not in ("blocking", "polled"):
         print(f"coll.py: SETTLE={SETTLE!r}: expected blocking or polled", file=sys.stderr)
@@ -188,6 +223,8 @@ def main() -> int:
         for c in sides:
             c.Disconnect()
         return 0
+    if op == "barrier":
+        return barriers(role, pdir, w, iters)
     f = np.full(nbytes // 4, 0.0, np.float32)
     if role == "native":
         s, r, b = f + 1, np.empty_like(f), np.zeros(4 * nbytes, np.uint8)

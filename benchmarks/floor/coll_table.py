@@ -2,12 +2,13 @@
 
     python benchmarks/floor/coll_table.py FILE...
 
-FILE holds the output of `bash benchmarks/floor/run.sh coll|bcast [ROUNDS]` (with PYTHON=1,
+FILE holds the output of `bash benchmarks/floor/run.sh coll|bcast|barrier [ROUNDS]` (with PYTHON=1,
 the bare-mpi4py pairings too; `bcast` adds two of them with the calls separated as mmpi's
 Barrier separates them, "polled"). For each collective of the rounds it prints, per way of running
 it, the median and range of the ratio to the C native time of the same round (mmpi: its own
 mmpi-bench ratio, bridged / native in that run), how many rounds meet issue 5's target, and
-the median of the time against the C relay's time in the same round.
+the median of the time against the C relay's time in the same round. The barrier (`run.sh
+barrier`, Python only) is against mpi4py's native barrier instead.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from targets import TARGETS as _ISSUE_TARGETS  # noqa: E402  (issue 5's goals, o
 # (run.sh drops its headers): `allreduce bcast --sizes 8,1M` prints bcast 8 B and 1 MiB, then
 # allreduce 8 B and 1 MiB; `alltoall --sizes 64K` one row.
 _BY_NAME = {t.name: t for t in _ISSUE_TARGETS}
-TARGETS = {("allreduce", 8): _BY_NAME["allreduce 8 B"],
+TARGETS = {("barrier", 0): _BY_NAME["barrier"],
+           ("allreduce", 8): _BY_NAME["allreduce 8 B"],
            ("allreduce", 1 << 20): _BY_NAME["allreduce 1 MiB"],
            ("bcast", 1 << 20): _BY_NAME["bcast 1 MiB"],
            ("alltoall", 64 << 10): _BY_NAME["alltoall 64 KiB"]}
@@ -40,7 +42,7 @@ WAYS = {"C": "C relay, C ranks", "python": "Python relay, Python ranks",
 # "polled": coll.py's calls separated as mmpi's Barrier separates them (SETTLE=polled)
 _LINE = re.compile(r"(?:\((C|Python) relay\) )?(C|python) (native|relayed) (\w+) (\d+) B "
                    r"([^:]*): ([\d.]+) us$")
-_ROW = re.compile(r"(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+_ROW = re.compile(r"(\d+|-)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
 
 
 @dataclass
@@ -77,6 +79,8 @@ def parse(lines) -> list[Round]:
                 if "polled settle" in how:
                     way += " polled"
                 r.relayed[(way, *key)] = float(us)
+        elif (m := _ROW.match(line)) and m.group(1) == "-":  # `mmpi-bench barrier` (run.sh barrier)
+            r.mmpi[("barrier", 0)] = (float(m.group(3)), float(m.group(4)))
         elif (m := _ROW.match(line)) and len(rows) < len(MMPI_ROWS):
             size, _native, bridged, ratio = m.groups()
             key = MMPI_ROWS[len(rows)]
@@ -92,11 +96,14 @@ def table(rounds: list[Round]) -> list[str]:
     """Lines of the summary, one block per target collective."""
     out = []
     for (op, n), target in TARGETS.items():
-        out.append(f"{op} {n} B (target <= {target.goal:g}), ratio to C native:")
+        # coll.c has no barrier: that one is against mpi4py's, as mmpi-bench's native calls it
+        lang = "c" if any(("c", op, n) in r.native for r in rounds) else "python"
+        block = [f"{op} {n} B (target <= {target.goal:g}), ratio to "
+                 f"{'C' if lang == 'c' else 'mpi4py'} native:"]
         for way, label in WAYS.items():
             ratios, vs_c = [], []
             for r in rounds:
-                base, c = r.native.get(("c", op, n)), r.relayed.get(("C", op, n))
+                base, c = r.native.get((lang, op, n)), r.relayed.get(("C", op, n))
                 if way == "mmpi":
                     if (op, n) not in r.mmpi:
                         continue
@@ -116,7 +123,9 @@ def table(rounds: list[Round]) -> list[str]:
                     f"[{min(ratios):.2f}-{max(ratios):.2f}]  met {met:2} of {len(ratios):2}")
             if vs_c and way != "C":
                 line += f"  time / C relay's {statistics.median(vs_c):.2f}"
-            out.append(line)
+            block.append(line)
+        if len(block) > 1:  # a collective the rounds did not run has no block
+            out += block
     return out
 
 

@@ -13,12 +13,15 @@
 # rounds (its ratio swings most): as `coll` runs it with PYTHON=1, then coll.py's ranks (with
 # its relay and with coll.c's) separating the calls as mmpi's Barrier does (SETTLE=polled),
 # then `mmpi-bench bcast --sizes 8,1M`.
+#        bash benchmarks/floor/run.sh barrier [ROUNDS]  mmpi's Barrier in bare Python (coll.py
+# barrier: three jobs, back-to-back barriers of mmpi's structure) against mpi4py's, then
+# `mmpi-bench barrier`.
 #        bash benchmarks/floor/run.sh pairs [ROUNDS]  the concurrent pairs' floor (pairs.c):
 # rounds of 1 and 4 C-relayed pairs of 4 MiB streams, alternated with `mmpi-bench pairs`.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 what=paths
-case "${1:-}" in coll|bcast|pairs) what=$1; shift ;; esac
+case "${1:-}" in coll|bcast|barrier|pairs) what=$1; shift ;; esac
 rounds=${1:-3}
 tmp=$(mktemp -d)
 bin=$tmp/floor
@@ -114,6 +117,14 @@ bcast_rounds() {
     timeout 300 mmpi-bench bcast --sizes 8,1M -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
   done
 }
+barrier_rounds() {
+  for r in $(seq "$rounds"); do
+    echo "== round $r $(date -u +%H:%M:%S)"
+    timeout 120 mpiexec -n 4 "$pycoll" native - barrier 3000 0 || echo "FAILED: python native barrier"
+    relayed "$pycoll" "$pycoll" barrier 3000 0
+    timeout 300 mmpi-bench barrier -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench"
+  done
+}
 path_rounds() {
   for r in $(seq "$rounds"); do
     run -n 2 "$bin" direct 20000
@@ -143,6 +154,7 @@ path_rounds() {
 case $what in
   coll) coll_rounds ;;
   bcast) bcast_rounds ;;
+  barrier) barrier_rounds ;;
   pairs) pairs_rounds ;;
   *) path_rounds ;;
 esac

@@ -152,6 +152,22 @@ def test_python_coll_floor_separates_calls_as_mmpi_does_when_asked(tmp_path, mon
 
 
 @pytest.mark.timeout(120)
+def test_python_coll_floor_times_mmpi_s_barrier_in_bare_python(tmp_path):
+    # coll.py barrier (run.sh barrier): back-to-back barriers of mmpi's structure through its
+    # relay, and mpi4py's own Barrier; the relay counts the crossings, so a barrier that
+    # skipped its leaders' swap would leave it waiting (and the test would time out).
+    outs = _relayed(PYCOLL, tmp_path, 2, ["barrier", "100", "0"], ranks=PYCOLL)
+    for cluster, out in zip(("low", "high"), outs[1:], strict=True):
+        assert re.search(rf"^python relayed barrier 0 B on 2\+2 ranks, {cluster} cluster: "
+                         rf"\d+\.\d us$", out, re.M), outs
+    native = subprocess.run(["mpiexec", "-n", "4", *PYCOLL, "native", "-", "barrier", "100", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert native.returncode == 0, native.stdout + native.stderr
+    assert re.search(r"^python native barrier 0 B on 4 ranks: \d+\.\d us$", native.stdout,
+                     re.M), native.stdout
+
+
+@pytest.mark.timeout(120)
 def test_pairs_floor_streams_through_the_relay(tmp_path):
     # benchmarks/floor/pairs.c: 2 concurrent pairs through a C relay, messages of two chunks
     # and a partial one; each high rank checks what its low rank sent.

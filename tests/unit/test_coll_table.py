@@ -76,3 +76,25 @@ def test_calls_separated_as_mmpi_separates_them_are_their_own_pairings():
            "time / C relay's 1.67" in lines
     assert f"  {'C relay, Python ranks, polled':32}  1.50 [1.50-1.50]  met  1 of  1  " \
            "time / C relay's 1.25" in lines
+
+
+def test_barrier_rounds_are_against_mpi4py_native_and_read_mmpi_bench_s_dash_row():
+    # run.sh barrier: coll.c has no barrier, so its block is against mpi4py's native barrier;
+    # `mmpi-bench barrier` prints "-" where the others print a size
+    text = """\
+== round 1 12:00:00
+python native barrier 0 B on 4 ranks: 30.0 us
+python relayed barrier 0 B on 2+2 ranks, high cluster: 60.0 us
+-                    29.81        158.68            5.32
+== round 2 12:00:09
+python native barrier 0 B on 4 ranks: 20.0 us
+python relayed barrier 0 B on 2+2 ranks, low cluster: 70.0 us
+-                    25.00         50.00            2.00
+"""
+    rounds = coll_table.parse(text.splitlines())
+    assert rounds[0].mmpi == {("barrier", 0): (158.68, 5.32)}
+    assert coll_table.table(rounds) == [
+        "barrier 0 B (target <= 3), ratio to mpi4py native:",
+        f"  {'Python relay, Python ranks':32}  2.75 [2.00-3.50]  met  1 of  2",
+        f"  {'mmpi (its own ratio)':32}  3.66 [2.00-5.32]  met  1 of  2",
+    ]
