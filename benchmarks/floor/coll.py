@@ -74,7 +74,7 @@ def settle(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
 
 
 def barrier(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
-    """The structure of mmpi's Barrier in bare mpi4py: Ibarrier, the leaders' swap via the relay, Ibarrier."""
+    """The steps of mmpi's Barrier, bare: Ibarrier, the leaders' swap, Ibarrier."""
     wait(w.Ibarrier())
     if me == 0:
         a, b = bytearray(1), bytearray(1)
