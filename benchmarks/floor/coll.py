@@ -68,17 +68,21 @@ def settle(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
         return
     w.Barrier()
     if me == 0:
-        a, b = bytearray(1), bytearray(1)
-        wait(x.Irecv([b, _BYTE], 0, MPI.ANY_TAG), x.Isend([a, _BYTE], 0, TO))
+        swap(x)
     w.Barrier()
+
+
+def swap(x: MPI.Intercomm) -> None:
+    """The leaders' exchange of a byte through the relay."""
+    a, b = bytearray(1), bytearray(1)
+    wait(x.Irecv([b, _BYTE], 0, MPI.ANY_TAG), x.Isend([a, _BYTE], 0, TO))
 
 
 def barrier(me: int, w: MPI.Intracomm, x: MPI.Intercomm) -> None:
     """The steps of mmpi's Barrier, bare: Ibarrier, the leaders' swap, Ibarrier."""
     wait(w.Ibarrier())
     if me == 0:
-        a, b = bytearray(1), bytearray(1)
-        wait(x.Irecv([b, _BYTE], 0, MPI.ANY_TAG), x.Isend([a, _BYTE], 0, TO))
+        swap(x)
     wait(w.Ibarrier())
 
 

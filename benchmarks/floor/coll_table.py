@@ -2,13 +2,13 @@
 
     python benchmarks/floor/coll_table.py FILE...
 
-FILE holds the output of `bash benchmarks/floor/run.sh coll|bcast|barrier [ROUNDS]` (with PYTHON=1,
-the bare-mpi4py pairings too; `bcast` adds two of them with the calls separated as mmpi's
-Barrier separates them, "polled"). For each collective of the rounds it prints, per way of running
-it, the median and range of the ratio to the C native time of the same round (mmpi: its own
-mmpi-bench ratio, bridged / native in that run), how many rounds meet issue 5's target, and
-the median of the time against the C relay's time in the same round. The barrier (`run.sh
-barrier`, Python only) is against mpi4py's native barrier instead.
+FILE holds the output of `bash benchmarks/floor/run.sh coll|bcast|barrier [ROUNDS]` (with
+PYTHON=1, the bare-mpi4py pairings too; `bcast` adds two of them with the calls separated as
+mmpi's Barrier separates them, "polled"). For each collective of the rounds it prints, per way
+of running it, the median and range of the ratio to the C native time of the same round
+(mmpi: its own mmpi-bench ratio, bridged / native in that run), how many rounds meet issue 5's
+target, and the median of the time against the C relay's time in the same round. The barrier
+(`run.sh barrier`, Python only) is against mpi4py's native barrier instead.
 """
 
 from __future__ import annotations
@@ -79,9 +79,11 @@ def parse(lines) -> list[Round]:
                 if "polled settle" in how:
                     way += " polled"
                 r.relayed[(way, *key)] = float(us)
-        elif (m := _ROW.match(line)) and m.group(1) == "-":  # `mmpi-bench barrier` (run.sh barrier)
+        elif not (m := _ROW.match(line)):
+            continue
+        elif m.group(1) == "-":  # `mmpi-bench barrier` (run.sh barrier) has no size
             r.mmpi[("barrier", 0)] = (float(m.group(3)), float(m.group(4)))
-        elif (m := _ROW.match(line)) and len(rows) < len(MMPI_ROWS):
+        elif len(rows) < len(MMPI_ROWS):
             size, _native, bridged, ratio = m.groups()
             key = MMPI_ROWS[len(rows)]
             if int(size) != key[1]:
