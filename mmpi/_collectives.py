@@ -489,6 +489,15 @@ def _shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
     return counts, _displs(counts)
 
 
+def barrier(comm: Comm) -> None:
+    """Native barrier per cluster, the leaders' token exchange, native barrier again."""
+    c = _Ctx.of(comm, "Barrier")
+    c.wait(c.L.Ibarrier())
+    if c.leader:
+        c.xswap(b"", T_BARRIER)
+    c.wait(c.L.Ibarrier())
+
+
 def bcast(comm: Comm, buf, root: int) -> None:
     c = _Ctx.of(comm, "Bcast")
     rc, rl = c.root(root)

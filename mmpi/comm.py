@@ -19,7 +19,6 @@ ANY_TAG = MPI.ANY_TAG
 PROC_NULL = MPI.PROC_NULL
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
-_TAG_BARRIER = C.T_BARRIER
 
 
 def _collective(method):
@@ -290,16 +289,7 @@ class Comm:
         are in), the two leaders exchange a token through the forwarder, and a second native
         barrier holds every rank until its leader has the other cluster's token.
         """
-        e = self._engine
-        e.check()
-        coll = self._coll
-        e.wait_all([coll.comm.Ibarrier()])
-        if e.local_rank == 0:
-            peer = e.layout.offset("high" if e.cluster == "low" else "low")
-            s = e.cross_send(coll, b"", peer, _TAG_BARRIER)
-            e.cross_recv(coll, peer, _TAG_BARRIER, "Barrier")
-            e.wait_all([s])
-        e.wait_all([coll.comm.Ibarrier()])
+        C.barrier(self)
 
     def barrier(self) -> None:
         """Tight barrier (lowercase alias)."""
