@@ -14,9 +14,6 @@ Rule 2: a large message is moved in chunks through a bounded pool of buffers: re
 Rule 3: payloads are opaque bytes: only the envelope in front is read (and its xfer rewritten).
 Rule 4: nothing blocks inside MPI: the loop polls with back-off so an idle forwarder leaves
         the CPU to the ranks.
-Rule 5: gates (protocol Rule 6) are shared by both directions (`_gates.Gates`): a direction
-        hands its ranks' parts and the collective crossings it relays to them, and sends the
-        answers to the ranks of both clusters.
 """
 
 from __future__ import annotations
@@ -30,8 +27,6 @@ from mpi4py import MPI
 from mmpi import protocol as P
 from mmpi._backoff import Backoff
 from mmpi.errors import ProtocolError
-
-from ._gates import Answer, Gates
 
 _BYTE = MPI.BYTE
 # Sends on are tested for completion (`_reap`) once this many are in flight, or half the eager
@@ -72,8 +67,7 @@ class Relay(threading.Thread):
     """Relays everything that `src` sends across to `dst`."""
 
     def __init__(self, src: Link, dst: Link, *, chunk: int, pool: int, depth: int,
-                 eager_budget: int, on_error, gates: Gates,
-                 pool_many: int | None = None) -> None:
+                 eager_budget: int, on_error, pool_many: int | None = None) -> None:
         super().__init__(name=f"relay-{src.cluster}->{dst.cluster}", daemon=True)
         self.src, self.dst = src, dst
         self.chunk, self.depth, self.eager_budget = chunk, depth, eager_budget
@@ -90,7 +84,6 @@ class Relay(threading.Thread):
         self._xfer = [0] * dst.size
         self._byes = 0
         self._on_error = on_error
-        self._gates = gates
         self._st = MPI.Status()
         # Large transfers may be moved by a thread of their own (`move`): this guards them,
         # and `_wake` rouses that thread when one arrives.
@@ -189,14 +182,6 @@ class Relay(threading.Thread):
             self._inflight_bytes += count
             self.messages += 1
             self.bytes += count - P.ENVELOPE_SIZE
-            if tag == P.T_COLL:
-                answer = self._gates.crossing(buf)
-                if answer is not None:
-                    self._answer(answer)
-        elif tag == P.T_GATE:
-            answer = self._gates.part(buf)
-            if answer is not None:
-                self._answer(answer)
         elif tag == P.T_LARGE:
             env = P.unpack(buf)
             local = self._dst_local(env.dst, source)
@@ -244,16 +229,6 @@ class Relay(threading.Thread):
                 self._inflight.append(link.ctrl.Isend([body, _BYTE], r, P.T_LEFT))
                 self._inflight_bufs.append(body)
                 self._inflight_bytes += len(body)
-
-    def _answer(self, answer: Answer) -> None:
-        """Send a gate's answer to each rank it is for, on whichever link holds the rank."""
-        buf = answer.crossing
-        src = self.src
-        for vrank in answer.to:
-            link = src if 0 <= vrank - src.offset < src.size else self.dst
-            self._inflight.append(link.ctrl.Isend([buf, _BYTE], vrank - link.offset, P.T_COLL))
-            self._inflight_bufs.append(buf)
-            self._inflight_bytes += len(buf)
 
     def _dst_local(self, dst: int, source: int) -> int:
         local = dst - self.dst.offset

@@ -23,7 +23,6 @@ from mmpi._knobs import env_float, env_int
 from mmpi._topology import Layout
 from mmpi.errors import BridgeError, MMPIError
 
-from ._gates import Gates
 from ._relay import Link, Relay
 
 DEFAULT_CHUNK = 1 << 20
@@ -170,8 +169,7 @@ class Forwarder:
         low, high = self.links["low"], self.links["high"]
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
                     pool_many=self.pool_many,
-                    eager_budget=self.eager_budget, on_error=self._relay_failed,
-                    gates=Gates(layout.size))
+                    eager_budget=self.eager_budget, on_error=self._relay_failed)
         self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
         if self.mode == "direction":
             for r in self.relays:

@@ -33,7 +33,6 @@ import numpy as np
 from mpi4py import MPI
 
 from ._buffers import Typed, Vector, as_typed, as_vector, plain_pair
-from ._knobs import env_int
 from .errors import BufferError_, RankError, UsageError
 from .request import Request
 
@@ -52,18 +51,12 @@ T_RSB, T_SCAN, T_OBJ_REST = 13, 14, 16
 T_BCAST_OBJ, T_REDUCE_OBJ, T_ALLREDUCE_OBJ, T_GATHER_OBJ = 17, 18, 19, 20
 T_SCATTER_OBJ, T_ALLGATHER_OBJ, T_ALLTOALL_OBJ = 21, 22, 23
 
-# Worlds of at most this many ranks pass a Barrier as a gate of the forwarder (protocol Rule
-# 6): every rank's part to the forwarder, its answer to every rank, two hops where the
-# leaders' scheme takes four. Off (0) by default: on 2 cores, 2+2 ranks, it was slower than
-# the leaders' scheme in alternated jobs (benchmarks/RESULTS.md, "Gates").
-_GATE_MAX = env_int("MMPI_GATE_MAX", 0)
-
 
 class _Ctx:
     """What a collective needs to know about where it runs."""
 
     __slots__ = ("e", "k", "L", "me", "other", "o", "nl", "oo", "no", "n", "lrank", "rank",
-                 "leader", "peer", "op", "gated")
+                 "leader", "peer", "op")
 
     @staticmethod
     def of(comm: Comm, op: str) -> _Ctx:
@@ -95,7 +88,6 @@ class _Ctx:
         self.lrank, self.rank = e.local_rank, e.vrank
         self.leader = self.lrank == 0
         self.peer = self.oo  # the other cluster's leader
-        self.gated = self.n <= _GATE_MAX  # see _GATE_MAX
 
     # cross-cluster point-to-point on the collective context
     def send(self, view, dest: int, tag: int) -> Request:
@@ -498,14 +490,8 @@ def _shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
 
 
 def barrier(comm: Comm) -> None:
-    """Native barrier per cluster, the leaders' token exchange, native barrier again.
-
-    Or, in a world of at most _GATE_MAX ranks, a gate of empty parts.
-    """
+    """Native barrier per cluster, the leaders' token exchange, native barrier again."""
     c = _Ctx.of(comm, "Barrier")
-    if c.gated:
-        c.e.gate(c.k, b"", T_BARRIER, c.op)
-        return
     c.wait(c.L.Ibarrier())
     if c.leader:
         c.xswap(b"", T_BARRIER)

@@ -495,54 +495,12 @@ class Engine:
             return None
         sent, call, data = crossing
         if sent != tag or call != self.colls:
-            raise self._other_collective(op, source, f"its call {call + 1}, internal tag {sent}",
-                                         tag)
-        return data
-
-    def _other_collective(self, op: str, source: int, theirs: str, tag: int) -> UsageError:
-        """The error for `source`'s part of another collective than this one (`tag`)."""
-        return UsageError(
-            f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
-            f"({theirs}; this is call {self.colls + 1}, tag {tag}): the ranks called "
-            "different collectives, or in a different order"
-        )
-
-    def gate(self, ctx: Context, part, tag: int, op: str) -> memoryview:
-        """Pass a gate (protocol Rule 6): every rank's part, side by side in rank order.
-
-        Our part goes to the gate's forwarder, and the answer is awaited as a crossing from
-        GATE (Rule 5: kept if it comes during another wait, departed ranks noticed, the
-        forwarder's liveness checked). A refused gate raises what the forwarder saw.
-        """
-        buf = P.pack_crossing(self.vrank, P.GATE, tag, ctx.id, self.colls, part)
-        sent = self.links[P.gate_route(ctx.id, self.nfwd)][0].Isend([buf, _BYTE], 0, P.T_GATE)
-        key = (ctx.id, P.GATE)
-        answer, call, data = self._take_kept(key) or self._await_crossing(ctx, key, tag, op,
-                                                                          False)
-        if answer == P.GATE_REFUSED:
-            raise self._refused(op, tag, len(part), data)
-        if answer != tag or call != self.colls:
-            raise ProtocolError(f"rank {self.vrank}: the answer of gate {call + 1} (tag "
-                                f"{answer}) came in call {self.colls + 1} (tag {tag})")
-        self.wait_all([sent])
-        return data
-
-    def _refused(self, op: str, tag: int, nbytes: int, body) -> UsageError:
-        """The error for a refused gate, from the forwarder's account (_gates Rule 3)."""
-        why = P.decode_control(body, ("what", "rank", "tag", "nbytes", "gate_rank",
-                                      "gate_tag", "gate_nbytes"))
-        # Name the rank that did not do what this one did: the refused part's sender, or
-        # (if this rank's part is the refused kind) the gate's first.
-        mine = why["gate_tag"] == tag and why["gate_nbytes"] == nbytes
-        rank, theirs_tag, theirs_n = ((why["rank"], why["tag"], why["nbytes"]) if mine else
-                                      (why["gate_rank"], why["gate_tag"], why["gate_nbytes"]))
-        if why["what"] == "size":
-            return UsageError(
-                f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} cluster) has "
-                f"{nbytes} bytes of data, rank {rank} has {theirs_n}"
+            raise UsageError(
+                f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
+                f"(its call {call + 1}, internal tag {sent}; this is call {self.colls + 1}, tag "
+                f"{tag}): the ranks called different collectives, or in a different order"
             )
-        return self._other_collective(op, rank, f"its call {self.colls + 1}, internal tag "
-                                      f"{theirs_tag}", tag)
+        return data
 
     def _await_crossing(self, ctx: Context, key: tuple[int, int], tag: int, op: str,
                         sized: bool) -> tuple[int, int, memoryview] | None:
@@ -556,8 +514,7 @@ class Engine:
         if self.broken is not None:
             raise self.broken
         source = key[1]
-        link = (P.gate_route(key[0], self.nfwd) if source == P.GATE else
-                P.route(self.vrank, source, self.nfwd))
+        link = P.route(self.vrank, source, self.nfwd)
         ctrl = self.links[link][0]
         st = self._status
         backoff = self._waiting
@@ -619,8 +576,11 @@ class Engine:
         if m is None:
             return False
         if m.tag != tag:
-            raise self._other_collective(op, source, f"internal tag {m.tag}, through the "
-                                         "matcher", tag)
+            raise UsageError(
+                f"{op} on rank {self.vrank}: rank {source} sent its part of another collective "
+                f"(internal tag {m.tag}, through the matcher; this is call {self.colls + 1}, "
+                f"tag {tag}): the ranks called different collectives, or in a different order"
+            )
         if not sized:
             raise UsageError(
                 f"{op}: mismatched arguments: rank {self.vrank} ({self.cluster} cluster) has at "

@@ -17,12 +17,6 @@ Rule 5: with several forwarders, all envelopes from one sender to one receiver g
         same forwarder (`route`), which keeps Rule 4's order end to end. A large message may
         be striped: its envelope (no payload, F_STRIPED) takes the route, its bytes travel as
         one K_STRIPE message per forwarder, reassembled by the receiver at known offsets.
-Rule 6: a gate (T_GATE) is a collective the forwarder completes itself: every rank of the
-        world sends it a crossing addressed to GATE, and once it holds one per rank for a
-        (context, call) it answers each rank with one crossing from GATE carrying every
-        part, in virtual-rank order. Payloads stay opaque (Rule 2): they are only put side by
-        side. Two hops on the critical path, where a leaders' exchange between two native
-        phases takes four. All gates of a context go through one forwarder (`gate_route`).
 """
 
 from __future__ import annotations
@@ -41,8 +35,6 @@ T_LARGE = 2  # envelope only; chunks follow on the data channel
 T_COLL = 3  # envelope + payload of a collective's small crossing, relayed as T_EAGER is; the
 #             receiver takes these by tag and in arrival order per (context, sender), outside
 #             MPI matching (Engine.cross_recv), and the envelope's tag names the collective
-T_GATE = 4  # rank -> forwarder: a crossing addressed to GATE, the rank's part of a gate (Rule 6);
-#             the forwarder's answer is a T_COLL crossing from GATE to every rank
 T_HELLO = 10  # cluster root -> forwarder: job secret, cluster name, size
 T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link parameters
 T_BYE = 12  # rank -> forwarder: I have finished sending; body: {colls} (see T_LEFT)
@@ -51,13 +43,6 @@ T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
 T_LEFT = 16  # forwarder -> every rank: a rank said BYE; body: {rank, colls}, where colls is the
 #              number of collective calls it completed, so a rank stuck in a later one knows it is
 #              waiting for somebody who will never come
-
-# The pseudo-rank of the forwarder in a gate's crossings (source of its answer, destination of
-# the parts), and the crossing tag of a refused gate's answer, whose payload (control JSON)
-# says who came with what: {rank, tag, call} of the part that disagreed, {tag, call} of the
-# gate it met, and `what` disagreed ("tag": another collective; "size": another part size).
-GATE = -1
-GATE_REFUSED = 0
 
 HEARTBEAT = 1.0  # seconds between forwarder heartbeats
 LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much silence
@@ -173,14 +158,6 @@ def unpack_crossing(buf) -> tuple[int, int, int, int]:
     return src, ctx, tag, call
 
 
-_CONTEXT_CALL = struct.Struct("<i16xI")  # a crossing's context and aux (its call number)
-
-
-def context_call(buf) -> tuple[int, int]:
-    """(context, call) of a collective crossing, read without checking the rest of it."""
-    return _CONTEXT_CALL.unpack_from(buf, 16)
-
-
 def unpack(buf) -> Envelope:
     """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
     _, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer, aux = _fields(buf)
@@ -207,11 +184,6 @@ def stripe_bounds(nbytes: int, parts: int, k: int) -> tuple[int, int]:
 def route(src: int, dst: int, nforwarders: int) -> int:
     """The forwarder that carries every message from src to dst (so their order holds)."""
     return (src + dst) % nforwarders
-
-
-def gate_route(context: int, nforwarders: int) -> int:
-    """The forwarder that completes every gate of `context` (so its answers come in order)."""
-    return context % nforwarders
 
 
 def chunks(nbytes: int, chunk: int):
