@@ -130,7 +130,7 @@ class _Ctx:
         """The leaders' exchange of small parts as crossings: `mine` out, the other's back."""
         s = self.xsend(mine, self.peer, tag)
         theirs = self.xrecv(self.peer, tag)
-        self.wait(s)
+        self.e.wait_one(s)
         return theirs
 
     def cross(self, view, dest: int, tag: int):
@@ -202,7 +202,7 @@ class _Ctx:
 
     def wait(self, *reqs) -> None:
         if len(reqs) == 1 and type(reqs[0]) is MPI.Request:  # most waits: one native call
-            self.e.wait_all(list(reqs))
+            self.e.wait_one(reqs[0])
             return
         natives = [r for r in reqs if isinstance(r, MPI.Request)]
         ours = [r for r in reqs if isinstance(r, Request)]

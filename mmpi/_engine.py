@@ -24,7 +24,7 @@ Rule 5: a collective's small crossings (protocol T_COLL) bypass all of that: the
         whose size only its sender knows is a crossing when small, else a message through
         the matcher; its receiver takes whichever comes (`cross_recv(sized=True)`).
 Rule 6: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
-        for ever: a collective it never completed (see `leave_collective`), a receive from
+        for ever: a collective it never completed (see `comm._collective`), a receive from
         it that nothing has matched a grace period later (from any source, once every other
         rank has left), a Probe likewise. MPI itself would hang there.
 """
@@ -79,6 +79,12 @@ _NATIVE_DRAIN = env_float("MMPI_NATIVE_DRAIN_US", 1000) * 1e-6
 _TESTS_PER_YIELD = env_int("MMPI_TESTS_PER_YIELD", 10, minimum=1)
 _YIELDS_PER_CHECK = range(32)
 _ONE_ROUND = range(1)
+_TESTS = range(_TESTS_PER_YIELD)
+# A wait's first polls, each followed by a yield, come before it reads a clock or sets up its
+# back-off and liveness checks: a small bridged collective's waits mostly end within them,
+# and its critical path is the ranks' Python taking turns on the cores.
+_FIRST = range(32)
+_AGAIN = object()  # see Engine._from_link
 
 
 class _Posted:
@@ -214,8 +220,9 @@ class Engine:
         self._crossed: dict[tuple[int, int], deque] = {}
         # Ranks that have said goodbye: vrank -> (collective calls they made, when we heard).
         self.gone: dict[int, tuple[int, float]] = {}
-        self.colls = 0  # collective calls this rank has completed
-        self._coll_op = ""
+        # Kept by `comm._collective` around every collective call (Rule 6):
+        self.colls = 0  # collective calls this rank has completed (a refused call does not count)
+        self._coll_op = ""  # the current call's name, for errors
         self._in_coll = False  # inside a collective call
         self._closing = False
         self._waiting = Backoff()  # for waits (one at a time: none is made inside another)
@@ -293,19 +300,6 @@ class Engine:
         if self.gone and not self._closing:
             self._check_gone()
         return did
-
-    def enter_collective(self, op: str) -> None:
-        """A collective call starts (all ranks make the same ones, in the same order)."""
-        self._coll_op = op
-        self._in_coll = True
-        if self.gone:
-            self._check_gone()
-
-    def leave_collective(self, completed: bool) -> None:
-        """It ends; only completed calls count (a call refused for bad arguments does not)."""
-        self._in_coll = False
-        if completed:
-            self.colls += 1
 
     def _check_gone(self) -> None:
         """Fail what waits for a rank that has left: see protocol T_LEFT."""
@@ -413,6 +407,10 @@ class Engine:
         )
         raise self.broken
 
+    def wait_one(self, req: MPI.Request) -> None:
+        """`wait_all` for one native request, the most common wait: its own `Test`."""
+        self._wait_native(req.Test)
+
     def wait_all(self, natives: list[MPI.Request]) -> None:
         """Wait for native requests: test them, yield, and drain the bridge now and then.
 
@@ -426,38 +424,45 @@ class Engine:
         a waiting rank spends in Python is taken from the rank or forwarder that has work to do.
         """
         if len(natives) == 1:
-            test = natives[0].Test
-        else:
-            testall = MPI.Request.Testall
-
-            def test() -> bool:
-                return testall(natives)
-        if test():
+            self._wait_native(natives[0].Test)
             return
+        testall = MPI.Request.Testall
+
+        def test() -> bool:
+            return testall(natives)
+        self._wait_native(test)
+
+    def _wait_native(self, test: Callable[[], bool]) -> None:
+        # The first rounds of tests and yields come before anything else: no clock, back-off
+        # or liveness to set up, which most of a small collective's waits never need (each
+        # microsecond of a call's Python costs several on oversubscribed cores; see _FIRST).
+        tests = _TESTS
+        for _ in _FIRST:
+            for _ in tests:
+                if test():
+                    return
+            yield_cpu()
         if self.broken is not None:
             raise self.broken
         backoff = self._waiting
         backoff.reset()
         since = time.monotonic()
         drain_at = _now() + _NATIVE_DRAIN
-        tests = range(_TESTS_PER_YIELD)
         # Rounds of tests and yields with no clock in between, for as long as the back-off
         # would only yield anyway; once it naps, one round of tests per nap, or a long wait
         # (a rank computing elsewhere) would keep a third of a core busy between naps.
-        rounds = _YIELDS_PER_CHECK
         while True:
-            for _ in rounds:
-                for _ in tests:
-                    if test():
-                        return
-                yield_cpu()
             if _now() >= drain_at:
                 if self.progress():
                     backoff.reset()
                 self._alive(since)
                 drain_at = _now() + _NATIVE_DRAIN
             backoff.idle()
-            rounds = _ONE_ROUND if backoff.napping() else _YIELDS_PER_CHECK
+            for _ in _ONE_ROUND if backoff.napping() else _YIELDS_PER_CHECK:
+                for _ in tests:
+                    if test():
+                        return
+                yield_cpu()
 
     # -- collective crossings (protocol T_COLL) ------------------------------------------
     def cross_send(self, ctx: Context, view, dest: int, tag: int) -> MPI.Request:
@@ -511,34 +516,31 @@ class Engine:
         `sized` (see cross_recv): every message on the link is taken, and None returned as
         soon as the part is found to have come through the matcher.
         """
-        if self.broken is not None:
-            raise self.broken
         source = key[1]
         link = P.route(self.vrank, source, self.nfwd)
         ctrl = self.links[link][0]
         st = self._status
+        want = _ANY_TAG if sized else P.T_COLL
+        for _ in _FIRST:  # probes and yields only (see _FIRST)
+            msg = ctrl.Improbe(0, want, st)
+            if msg is None:
+                yield_cpu()
+                continue
+            got = self._from_link(ctx, key, link, msg, tag, op, sized)
+            if got is not _AGAIN:
+                return got
+        if self.broken is not None:
+            raise self.broken
         backoff = self._waiting
         backoff.reset()
         since = time.monotonic()
         drain_at = _now() + _NATIVE_DRAIN
-        want = _ANY_TAG if sized else P.T_COLL
         while True:
             msg = ctrl.Improbe(0, want, st)
             if msg is not None:
-                if sized and st.Get_tag() != P.T_COLL:
-                    self.heard[link] = time.monotonic()
-                    self._on_forwarded(link, msg, st.Get_tag(), st.Get_count(_BYTE))
-                    if self._through_matcher(ctx, source, tag, op, sized):
-                        return None
-                    backoff.reset()
-                    continue
-                buf = bytearray(st.Get_count(_BYTE))
-                msg.Recv([buf, _BYTE])
-                self.heard[link] = time.monotonic()
-                head = P.unpack_crossing(buf)
-                if head[0] == source and head[1] == key[0]:  # ours, and none of its is kept
-                    return head[2], head[3], memoryview(buf)[P.ENVELOPE_SIZE:]
-                self._keep_crossing(buf, head)
+                got = self._from_link(ctx, key, link, msg, tag, op, sized)
+                if got is not _AGAIN:
+                    return got
                 backoff.reset()
             elif _now() >= drain_at:
                 if self.progress():  # may bring ours too (see _on_forwarded)
@@ -552,6 +554,27 @@ class Engine:
                 drain_at = _now() + _NATIVE_DRAIN
             else:
                 backoff.idle()
+
+    def _from_link(self, ctx: Context, key: tuple[int, int], link: int, msg: MPI.Message,
+                   tag: int, op: str, sized: bool):
+        """What a message `_await_crossing` probed on the link means for its wait.
+
+        The crossing it waits for; None (sized: the part came through the matcher); or
+        _AGAIN: it was kept, or matched, for later.
+        """
+        st = self._status
+        if sized and st.Get_tag() != P.T_COLL:
+            self.heard[link] = time.monotonic()
+            self._on_forwarded(link, msg, st.Get_tag(), st.Get_count(_BYTE))
+            return None if self._through_matcher(ctx, key[1], tag, op, sized) else _AGAIN
+        buf = bytearray(st.Get_count(_BYTE))
+        msg.Recv([buf, _BYTE])
+        self.heard[link] = time.monotonic()
+        head = P.unpack_crossing(buf)
+        if head[0] == key[1] and head[1] == key[0]:  # ours, and none of its is kept
+            return head[2], head[3], memoryview(buf)[P.ENVELOPE_SIZE:]
+        self._keep_crossing(buf, head)
+        return _AGAIN
 
     def _take_kept(self, key: tuple[int, int]) -> tuple[int, int, memoryview] | None:
         """The first crossing kept for key (context, sender), if any: (tag, call, payload)."""
