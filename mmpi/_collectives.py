@@ -128,10 +128,7 @@ class _Ctx:
 
     def xswap(self, mine, tag: int) -> memoryview:
         """The leaders' exchange of small parts as crossings: `mine` out, the other's back."""
-        s = self.xsend(mine, self.peer, tag)
-        theirs = self.xrecv(self.peer, tag)
-        self.e.wait_one(s)
-        return theirs
+        return self.e.cross_swap(self.k, memoryview(mine).cast("B"), self.peer, tag, self.op)
 
     def cross(self, view, dest: int, tag: int):
         """Send `view` to `dest` in the other cluster: a crossing if small, else a message."""
@@ -492,10 +489,11 @@ def _shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
 def barrier(comm: Comm) -> None:
     """Native barrier per cluster, the leaders' token exchange, native barrier again."""
     c = _Ctx.of(comm, "Barrier")
-    c.wait(c.L.Ibarrier())
+    e, L = c.e, c.L  # straight to the engine: see Engine.cross_swap
+    e.wait_one(L.Ibarrier())
     if c.leader:
-        c.xswap(b"", T_BARRIER)
-    c.wait(c.L.Ibarrier())
+        e.cross_swap(c.k, b"", c.peer, T_BARRIER, "Barrier")
+    e.wait_one(L.Ibarrier())
 
 
 def bcast(comm: Comm, buf, root: int) -> None:

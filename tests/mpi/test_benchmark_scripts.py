@@ -1,8 +1,8 @@
 """The measuring scripts in benchmarks/ still run against the library they measure.
 
-`coll_phases.py`, `busy_slope.py` and `allreduce_parts.py` repeat the steps of mmpi's
-collectives with the library's internals, so a change to those internals can break them
-silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
+`coll_phases.py`, `busy_slope.py`, `allreduce_parts.py` and `barrier_lean.py` repeat the
+steps of mmpi's collectives with the library's internals, so a change to those internals can
+break them silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
 bridged collectives and `floor/coll.py` its bare-mpi4py twin (either side may be C and the
 other Python), `floor/pairs.c` the floor of concurrent pairs. Each runs briefly here and
 must print its figures; the figures themselves are not judged (timing belongs to
@@ -61,6 +61,18 @@ def test_allreduce_parts_reports_the_four_ways(bridged):
     assert job.returncode == 0, job.output
     assert re.search(r"us per call: Barrier \d+, Allreduce \d+, bare body \d+, "
                      r"bare body with barriers \d+$", job.stdout, re.M), job.output
+
+
+@pytest.mark.timeout(120)
+def test_barrier_lean_compares_four_ways_that_stay_in_step(bridged):
+    # Two rounds of 20 calls: a way out of step with the others (a crossing taken twice or
+    # not at all, a call not counted) fails the job or hangs it.
+    job = bridged(str(BENCH / "barrier_lean.py"), "2", "20", low=2, high=2, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"us per call, median of 2 rounds: Barrier [\d.]+, ctx body [\d.]+, "
+                     r"lean [\d.]+, engine body [\d.]+$", job.stdout, re.M), job.output
+    assert len(re.findall(r"faster than .* in \d+ of 2 rounds$", job.stdout, re.M)) == 6, \
+        job.output
 
 
 def _compile(tmp_path, name):
