@@ -492,9 +492,16 @@ class Engine:
         on a loaded core), 2+2 ranks, alternated in one job, 4 jobs: Barrier 50-64 us
         against 69-75 us with the matcher and 73-92 us for the library's Barrier of then.
         """
-        if sized and self._through_matcher(ctx, source, tag, op, sized):
-            return None  # its part came during an earlier wait (before any later crossing)
         key = (ctx.id, source)
+        if sized:
+            # A drain may have taken both this call's crossing (kept) and the sender's part
+            # of a later call through the matcher: the kept one's call number says which
+            # came first. Else a part in the matcher came during an earlier wait, before any
+            # later crossing.
+            kept = self._crossed.get(key)
+            if not (kept and kept[0][1] == self.colls) and \
+                    self._through_matcher(ctx, source, tag, op, sized):
+                return None
         crossing = (self._crossed and self._take_kept(key)) or \
             self._await_crossing(ctx, key, tag, op, sized)
         if crossing is None:

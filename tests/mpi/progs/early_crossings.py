@@ -5,7 +5,9 @@ order per (context, sender). Here one cluster's non-leader comes late to each ca
 leader still waits in the native part (draining the forwarder link now and then) when the
 other leader's crossing comes in: the drain must keep it for the crossing's own wait, and
 the next collective's crossing must not be taken for it; nor may a part that came through the
-matcher instead (Gatherv, allgather of objects). `python early_crossings.py ROUNDS`
+matcher instead (Gatherv, allgather of objects); nor may a later collective's part through the
+matcher be taken for this call's, which came earlier as a crossing and was kept (bcast of an
+object, then Alltoall). `python early_crossings.py ROUNDS`
 on 2+2 ranks; every rank prints how many crossings its drains kept.
 """
 
@@ -74,5 +76,20 @@ for i in range(rounds):
     late(i)
     objs = world.allgather((rank, "x" * (8 * n)))
     assert objs == [(r, "x" * (8 * n)) for r in range(size)], [o[0] for o in objs]
+    # A part whose size only the sender knows, sent as a crossing, then the same sender's
+    # part of the next collective through the matcher (Alltoall blocks of 64 KiB go straight
+    # to their ranks): while the high leader waits for its own non-leader, a drain takes both,
+    # and its wait for the first must take the kept crossing, not fail on the later message.
+    if rank == 3:
+        time.sleep(0.02)
+        world.Send(b, dest=2, tag=i)
+    elif rank == 2:
+        world.Recv(b, source=3, tag=i)
+    obj = world.bcast(("from", 0, i) if rank == 0 else None, root=0)
+    assert obj == ("from", 0, i), (i, obj)
+    blocks = np.full((size, 8192), float(rank))
+    mixed = np.empty_like(blocks)
+    world.Alltoall(blocks, mixed)
+    assert (mixed == np.arange(size, dtype=float)[:, None]).all(), (i, mixed[:, 0])
 assert not any(engine._crossed.values()), engine._crossed
 print(f"rank {rank}: ok, drains kept {kept} crossings", flush=True)
