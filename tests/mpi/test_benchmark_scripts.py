@@ -1,12 +1,12 @@
 """The measuring scripts in benchmarks/ still run against the library they measure.
 
-`coll_phases.py`, `busy_slope.py`, `allreduce_parts.py` and `barrier_lean.py` repeat the
-steps of mmpi's collectives with the library's internals, so a change to those internals can
-break them silently; `poll_loops.py` times user polling loops; `floor/coll.c` is the C floor of the
-bridged collectives and `floor/coll.py` its bare-mpi4py twin (either side may be C and the
-other Python), `floor/pairs.c` the floor of concurrent pairs. Each runs briefly here and
-must print its figures; the figures themselves are not judged (timing belongs to
-benchmarks/RESULTS.md, not to tests).
+`coll_phases.py`, `busy_slope.py`, `allreduce_parts.py`, `barrier_lean.py` and
+`pingpong_lean.py` repeat the steps of mmpi's collectives and messages with the library's
+internals, so a change to those internals can break them silently; `poll_loops.py` times user
+polling loops; `floor/coll.c` is the C floor of the bridged collectives and `floor/coll.py` its
+bare-mpi4py twin (either side may be C and the other Python), `floor/pairs.c` the floor of
+concurrent pairs. Each runs briefly here and must print its figures; the figures themselves are
+not judged (timing belongs to benchmarks/RESULTS.md, not to tests).
 """
 
 import re
@@ -73,6 +73,16 @@ def test_barrier_lean_compares_four_ways_that_stay_in_step(bridged):
                      r"lean [\d.]+, engine body [\d.]+$", job.stdout, re.M), job.output
     assert len(re.findall(r"faster than .* in \d+ of 2 rounds$", job.stdout, re.M)) == 6, \
         job.output
+
+
+@pytest.mark.timeout(120)
+def test_pingpong_lean_compares_the_library_with_bare_calls(bridged):
+    # Two rounds of 50 round trips: a lean message the library took (or the reverse) would
+    # hang the job or fail its check of the envelope.
+    job = bridged(str(BENCH / "pingpong_lean.py"), "2", "50", low=1, high=1, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"us one way, median of 2 rounds: Send/Recv [\d.]+, lean [\d.]+; "
+                     r"lean faster in \d of 2 rounds$", job.stdout, re.M), job.output
 
 
 def _compile(tmp_path, name):
