@@ -11,9 +11,9 @@ against body, the cost of the library's argument handling on oversubscribed core
 
 import statistics
 import sys
-import time
 
 import numpy as np
+from _alternate import alternate  # benchmarks/, beside this script
 from mpi4py import MPI as native
 
 from mmpi import MPI
@@ -21,7 +21,6 @@ from mmpi import _collectives as C
 
 w = MPI.COMM_WORLD
 c = C._Ctx.of(w, "allreduce_parts")
-now = time.perf_counter
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 x, y = np.ones(2, np.float32), np.empty(2, np.float32)
 e = c.e
@@ -53,17 +52,7 @@ ways = {
     "bare body": lambda: body(True),
     "bare body with barriers": lambda: body(False),
 }
-times = {name: [] for name in ways}
-for i in range(rounds):
-    for name in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
-        f = ways[name]
-        w.Barrier()
-        for _ in range(10):
-            f()
-        t0 = now()
-        for _ in range(200):
-            f()
-        times[name].append((now() - t0) / 200 * 1e6)
+times = alternate(ways, rounds, calls=200, warm=10, sync=w.Barrier)
 if w.Get_rank() == 0:
     print("us per call: " + ", ".join(f"{name} {statistics.median(t):.0f}"
                                       for name, t in times.items()), flush=True)

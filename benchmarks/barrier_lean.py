@@ -21,8 +21,8 @@ call as a collective (the crossings carry the call's number) and takes exactly o
 
 import statistics
 import sys
-import time
 
+from _alternate import alternate  # benchmarks/, beside this script
 from mpi4py import MPI as native
 
 from mmpi import MPI
@@ -33,7 +33,6 @@ from mmpi._backoff import yield_cpu
 w = MPI.COMM_WORLD
 c = C._Ctx.of(w, "barrier_lean")
 e = c.e
-now = time.perf_counter
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 16
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 _BYTE = native.BYTE
@@ -96,17 +95,7 @@ def lean() -> None:
 ways = {"Barrier": w.Barrier, "ctx body": ctx_body, "lean": lean}
 if hasattr(e, "cross_swap"):  # the engine call this script was written to measure
     ways["engine body"] = engine_body
-times = {name: [] for name in ways}
-for i in range(rounds):
-    for name in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
-        f = ways[name]
-        w.Barrier()
-        for _ in range(20):
-            f()
-        t0 = now()
-        for _ in range(calls):
-            f()
-        times[name].append((now() - t0) / calls * 1e6)
+times = alternate(ways, rounds, calls=calls, warm=20, sync=w.Barrier)
 # Each rank's own clock: report the slowest rank's figure per round, as a collective's time.
 times = {name: [max(v) for v in zip(*w.allgather(t), strict=True)] for name, t in times.items()}
 if w.Get_rank() == 0:

@@ -18,9 +18,9 @@ lean was the faster.
 
 import statistics
 import sys
-import time
 
 import numpy as np
+from _alternate import alternate  # benchmarks/, beside this script
 from mpi4py import MPI as native
 
 from mmpi import MPI
@@ -83,17 +83,9 @@ def lean() -> None:
 
 
 ways = {"Send/Recv": library, "lean": lean}
-times = {name: [] for name in ways}
-for i in range(rounds):
-    for name in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
-        f = ways[name]
-        w.Barrier()
-        for _ in range(50):
-            f()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            f()
-        times[name].append((time.perf_counter() - t0) / iters / 2 * 1e6)
+# One way: half a round trip.
+times = {name: [t / 2 for t in ts]
+         for name, ts in alternate(ways, rounds, calls=iters, warm=50, sync=w.Barrier).items()}
 if rank == 0:
     wins = sum(a < b for a, b in zip(times["lean"], times["Send/Recv"], strict=True))
     print(f"us one way, median of {rounds} rounds: "

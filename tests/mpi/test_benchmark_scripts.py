@@ -63,26 +63,27 @@ def test_allreduce_parts_reports_the_four_ways(bridged):
                      r"bare body with barriers \d+$", job.stdout, re.M), job.output
 
 
-@pytest.mark.timeout(120)
-def test_barrier_lean_compares_four_ways_that_stay_in_step(bridged):
-    # Two rounds of 20 calls: a way out of step with the others (a crossing taken twice or
-    # not at all, a call not counted) fails the job or hangs it.
-    job = bridged(str(BENCH / "barrier_lean.py"), "2", "20", low=2, high=2, timeout=100)
-    assert job.returncode == 0, job.output
-    assert re.search(r"us per call, median of 2 rounds: Barrier [\d.]+, ctx body [\d.]+, "
-                     r"lean [\d.]+, engine body [\d.]+$", job.stdout, re.M), job.output
-    assert len(re.findall(r"faster than .* in \d+ of 2 rounds$", job.stdout, re.M)) == 6, \
-        job.output
+# Each bare way runs beside the library's in one job, so a way that takes another's message
+# (a crossing or eager message taken twice or not at all, a call not counted) fails the job
+# or hangs it. Two short rounds each.
+_LEAN = {
+    "barrier_lean.py": (("2", "20"), 2, (
+        r"us per call, median of 2 rounds: Barrier [\d.]+, ctx body [\d.]+, lean [\d.]+, "
+        r"engine body [\d.]+$", r"faster than .* in \d+ of 2 rounds$"), 6),
+    "pingpong_lean.py": (("2", "50"), 1, (
+        r"us one way, median of 2 rounds: Send/Recv [\d.]+, lean [\d.]+; "
+        r"lean faster in \d of 2 rounds$", r"lean faster"), 1),
+}
 
 
 @pytest.mark.timeout(120)
-def test_pingpong_lean_compares_the_library_with_bare_calls(bridged):
-    # Two rounds of 50 round trips: a lean message the library took (or the reverse) would
-    # hang the job or fail its check of the envelope.
-    job = bridged(str(BENCH / "pingpong_lean.py"), "2", "50", low=1, high=1, timeout=100)
+@pytest.mark.parametrize("script", sorted(_LEAN))
+def test_lean_ways_run_in_step_with_the_library(bridged, script):
+    args, per_cluster, (summary, pairs), npairs = _LEAN[script]
+    job = bridged(str(BENCH / script), *args, low=per_cluster, high=per_cluster, timeout=100)
     assert job.returncode == 0, job.output
-    assert re.search(r"us one way, median of 2 rounds: Send/Recv [\d.]+, lean [\d.]+; "
-                     r"lean faster in \d of 2 rounds$", job.stdout, re.M), job.output
+    assert re.search(summary, job.stdout, re.M), job.output
+    assert len(re.findall(pairs, job.stdout, re.M)) == npairs, job.output
 
 
 def _compile(tmp_path, name):
