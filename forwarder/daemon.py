@@ -243,20 +243,22 @@ class Forwarder:
     def _serve(self, done) -> None:
         """Poll both directions from one thread until `done()` (movers alongside in split)."""
         busy = Backoff()
-        relays = self.relays
+        low, high = self.relays
+        quiet = 0
         while True:
-            did = False
-            for r in relays:
-                if r.poll():
-                    did = True
-            if did:
+            # Both directions every round (no short cut: one's traffic must not starve the
+            # other's).
+            if low.poll() | high.poll():
                 busy.reset()
-            elif done():
-                # Checked only when idle: every loop, it took 6% of this thread's samples,
-                # as much as a poll did.
+                quiet = 0
+                continue
+            # The end of the job is checked only every 32nd quiet round: checked on every
+            # one, it took 8-10% of this thread's samples in an 8 B ping-pong, more than
+            # the probes themselves, and the job's end can wait 32 yields.
+            quiet += 1
+            if quiet % 32 == 0 and done():
                 break
-            else:
-                busy.idle()
+            busy.idle()
 
     def _guard(self, relay: Relay, fn, *args) -> None:
         """Run `fn(*args)` in a relay thread; an error there takes the forwarder down."""

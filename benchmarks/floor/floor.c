@@ -5,6 +5,9 @@
  * as every mmpi process does. The other ranks form two halves, "low" and "high".
  *
  *   floor pingpong ITERS        2 ranks + relay: one-way time of an 8 B ping-pong via the relay
+ *   floor xpingpong ROLE PORTFILE ITERS
+ *                               the same across three one-process jobs (ROLE low, relay, high)
+ *                               joined by Comm_connect, as mmpi's are
  *   floor direct ITERS          2 ranks, no relay: the same ping-pong straight (native one hop)
  *   floor barrier ITERS         2k ranks + relay: time per barrier made of a fan-in to each
  *                               half's leader, a token exchange between the leaders via the
@@ -290,6 +293,41 @@ int main(int argc, char **argv) {
                   relayed ? 1 : (rank == 0 ? last : 0), MPI_COMM_WORLD, 0, MPI_COMM_WORLD, last);
     if (rank == 0) printf("C %s on %d processes, %d B in %d B chunks, depth %d: %.0f MB/s\n", mode, size, bytes, chunk, depth, mbs);
     MPI_Barrier(MPI_COMM_WORLD); MPI_Finalize(); return 0;
+  } else if (!strcmp(mode, "xpingpong")) {
+    /* floor xpingpong ROLE PORTFILE ITERS: the 8 B ping-pong across three one-process jobs
+     * joined by Comm_connect, as mmpi's ranks and forwarder are: the relay polls both
+     * intercommunicators in turn (Improbe, receive, send on), yielding when both are empty. */
+    const char *r = argv[2], *portfile = argv[3];
+    int role = !strcmp(r, "low") ? LOW : !strcmp(r, "relay") ? RELAY : HIGH;
+    int n = atoi(argv[4]), all = n + WARMUP;
+    char buf[8] = {0};
+    MPI_Comm a = MPI_COMM_NULL, b = MPI_COMM_NULL;
+    xjoin(role, 0, portfile, &a, &b);
+    if (role == RELAY) {
+      MPI_Comm side[2] = {a, b};
+      for (long i = 0; i < 2L * all; i++) {
+        MPI_Message m; int flag = 0, s = 0;
+        for (;;) {
+          MPI_Improbe(0, TAG, side[s], &flag, &m, &st);
+          if (flag) break;
+          s ^= 1;
+          if (!s) sched_yield();
+        }
+        MPI_Mrecv(buf, 8, MPI_BYTE, &m, &st);
+        MPI_Send(buf, 8, MPI_BYTE, 0, TAG, side[s ^ 1]);
+      }
+    } else {
+      for (int i = 0; i < all; i++) {
+        if (i == WARMUP) t0 = MPI_Wtime();
+        if (role == LOW) { MPI_Send(buf, 8, MPI_BYTE, 0, TAG, a); wait_msg(buf, 8, 0, a, &st); }
+        else { wait_msg(buf, 8, 0, a, &st); MPI_Send(buf, 8, MPI_BYTE, 0, TAG, a); }
+      }
+      t = (MPI_Wtime() - t0) / n / 2;
+      if (role == LOW) printf("C xpingpong across jobs: %.2f us\n", t * 1e6);
+    }
+    MPI_Comm_disconnect(&a);
+    if (b != MPI_COMM_NULL) MPI_Comm_disconnect(&b);
+    MPI_Finalize(); return 0;
   } else if (!strncmp(mode, "x", 1)) {
     /* floor xpipe|xbipipe|xstream-direct|xbistream-direct ROLE PORTFILE WINDOWS BYTES [CHUNK DEPTH]
      * ROLE: low, relay or high; three (direct: two) one-process jobs, see xjoin. */

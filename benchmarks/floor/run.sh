@@ -34,7 +34,8 @@ mpicc_abi -O2 -Wall -o "$bin" "$here/floor.c"
 mpicc_abi -O2 -Wall -o "$coll" "$here/coll.c"
 mpicc_abi -O2 -Wall -o "$pairs" "$here/pairs.c"
 run() { timeout 120 mpiexec "$@" 2>&1 | grep -E ' (us|MB/s)$' || echo "FAILED: $*"; }
-# xrun MODE WINDOWS BYTES [CHUNK DEPTH]: one one-process job per role, joined by Comm_connect
+# xrun MODE ARGS...: one one-process job per role, joined by Comm_connect (MODE xpingpong:
+# ITERS; the others: WINDOWS BYTES [CHUNK DEPTH])
 xrun() {
   local mode=$1 roles="relay low high" pids=() pf
   shift
@@ -45,7 +46,7 @@ xrun() {
     pids+=($!)
     sleep 0.2
   done
-  wait "${pids[@]}" && grep -h 'MB/s$' "$pf.low" || echo "FAILED: $mode $*"
+  wait "${pids[@]}" && grep -hE '(MB/s|us)$' "$pf.low" || echo "FAILED: $mode $*"
 }
 # jobs3 RELAY RANKS N DIR ARGS...: a floor's relay job (program RELAY) and its two N-rank
 # cluster jobs (program RANKS), joined in DIR; the clusters' output goes to DIR/low.out and
@@ -129,6 +130,7 @@ path_rounds() {
   for r in $(seq "$rounds"); do
     run -n 2 "$bin" direct 20000
     run -n 3 "$bin" pingpong 20000
+    xrun xpingpong 20000  # the same across three jobs, as mmpi's ranks and forwarder are
     run -n 5 "$bin" barrier 5000
     run -n 3 "$bin" exchange 500 1048576
     run -n 3 "$bin" exchange 1000 262144
