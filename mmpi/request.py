@@ -22,7 +22,7 @@ class Request:
     __slots__ = (
         "_engine", "_natives", "_matched", "_done", "_finish", "_error", "_keep",
         "source", "tag", "nbytes", "_obj", "_pickled", "_consumed", "_more", "_spare",
-        "__weakref__",
+        "_remote", "__weakref__",
     )
 
     def __init__(self, engine, *, matched: bool = True, pickled: bool = False) -> None:
@@ -41,6 +41,7 @@ class Request:
         self._pickled = pickled
         self._consumed = False
         self._more: Callable[[], bool] | None = None  # e.g. stripes still to arrive
+        self._remote = False  # a receive from the other cluster (see Engine.wait_for)
 
     # -- engine side -------------------------------------------------------------------
     def _start(self, natives, finish=None, more=None) -> None:
@@ -114,7 +115,7 @@ class Request:
 
     def Wait(self, status: MPI.Status | None = None) -> bool:
         """Wait for this request to complete."""
-        self._engine.wait_for(self._poll)
+        self._engine.wait_for(self._poll, self._remote)
         self._result(status)
         return True
 
@@ -137,7 +138,7 @@ class Request:
 
     def wait(self, status: MPI.Status | None = None):
         """Wait for completion; return the received object (None for sends)."""
-        self._engine.wait_for(self._poll)
+        self._engine.wait_for(self._poll, self._remote)
         return self._result(status)
 
     def __bool__(self) -> bool:
