@@ -360,11 +360,10 @@ class Engine:
         if remote:
             pull = self._pull_links
             for _ in _FIRST:
-                if pull() and ready():
+                pull()
+                if ready():  # every round: a large message's chunks land with no pull
                     return
                 yield_cpu()
-            if ready():
-                return
         if self.broken is not None:
             raise self.broken
         backoff = self._waiting
