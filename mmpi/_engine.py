@@ -203,6 +203,7 @@ class Engine:
         self.layout = layout
         self.offset = layout.offset(cluster)
         self.local_rank = local.Get_rank()
+        self._nlocal = local.Get_size()  # for `where`, asked on every send and remote receive
         self.vrank = self.offset + self.local_rank
         self.eager_max = eager_max
         self.chunk = chunk
@@ -248,7 +249,7 @@ class Engine:
     def where(self, vrank: int) -> int | None:
         """Local rank of `vrank` if it is in this cluster, else None."""
         local = vrank - self.offset
-        return local if 0 <= local < self.local.Get_size() else None
+        return local if 0 <= local < self._nlocal else None
 
     def scratch(self, slot: int, nbytes: int) -> memoryview:
         """A reusable temporary of `nbytes` for collectives (slot: one per buffer in a call).
