@@ -6,7 +6,7 @@ cross goes through the forwarder, between one contact rank per cluster (the root
 0 - the "leader"), as a single aggregated message per direction. Large crossings are pipelined
 by the forwarder like any large point-to-point message. Two exceptions: a large Allreduce
 or Bcast crosses in shares, between k pairs of ranks at once (see `_SPLIT`), and an Alltoall
-of large blocks sends each block straight to its rank (see `_DIRECT_BLOCK`).
+or Alltoallv of large blocks sends each such block straight to its rank (see `_DIRECT_BLOCK`).
 
 Rule 1: all ranks of a cluster issue the same native collectives in the same order, and the two
         leaders (or pairs of ranks) exchange internal messages on the communicator's
@@ -50,6 +50,7 @@ T_RSB, T_SCAN, T_OBJ_REST = 13, 14, 16
 # the pickle forms' own (a crossing of one is never taken for another's)
 T_BCAST_OBJ, T_REDUCE_OBJ, T_ALLREDUCE_OBJ, T_GATHER_OBJ = 17, 18, 19, 20
 T_SCATTER_OBJ, T_ALLGATHER_OBJ, T_ALLTOALL_OBJ = 21, 22, 23
+T_ALLTOALLV_BLOCK = 24  # Alltoallv's large blocks, straight to their ranks
 
 
 class _Ctx:
@@ -228,12 +229,25 @@ def _pack(c: _Ctx, slot: int, blocks: list) -> memoryview:
     return out
 
 
-def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx) -> tuple[np.ndarray, memoryview]:
-    """Split a message of k int64 block sizes followed by the blocks."""
+def _carried(sizes: np.ndarray) -> np.ndarray:
+    """`sizes` with those of blocks that go straight to their ranks as 0 (see alltoallv)."""
+    if sizes.max(initial=0) < _DIRECT_BLOCK:
+        return sizes  # the common case of small blocks: no copy
+    return np.where(sizes < _DIRECT_BLOCK, sizes, 0)
+
+
+def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx,
+                  straight: bool = False) -> tuple[np.ndarray, memoryview]:
+    """Split a message of k int64 block sizes followed by the blocks.
+
+    `straight`: blocks of _DIRECT_BLOCK bytes or more are not in the message, only their
+    sizes (they went straight to their ranks: alltoallv).
+    """
     head = 8 * k
     sizes = np.frombuffer(msg[:head], np.int64) if len(msg) >= head else np.zeros(k, np.int64)
     data = msg[head:]
-    if len(msg) < head or int(sizes.sum()) != len(data):
+    if len(msg) < head or int((_carried(sizes) if straight else sizes).sum()) \
+            != len(data):
         raise UsageError(f"{op}: mismatched arguments: rank {c.rank} received {len(msg)} bytes "
                          f"that do not hold {k} block sizes and their blocks")
     return sizes, data
@@ -764,14 +778,26 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
     rcn = [rv.counts[c.o + j] * re_ for j in range(c.nl)]
     rd = [rv.displs[c.o + j] * re_ for j in range(c.nl)]
     local = c.L.Ialltoallv([sv.base, (sc, sd), _BYTE], [rv.base, (rcn, rd), _BYTE])
-    # Cross-cluster blocks: pack, gather sizes and bytes at the leader, one exchange each way.
-    mycounts = np.array([sv.nbytes(c.oo + j) for j in range(c.no)], np.int64)
-    packed = _pack(c, 0, [sv.block(c.oo + j) for j in range(c.no)])
+    # Cross-cluster blocks of at least _DIRECT_BLOCK bytes: straight to their ranks, as in
+    # Alltoall. Sender and receiver each decide by their own count of the block (which MPI
+    # says agree; if they do not, the sizes below tell). Posted first, so they move while
+    # the leaders exchange the rest.
+    far = range(c.oo, c.oo + c.no)
+    out_n = [sv.nbytes(j) for j in far]
+    rs = [c.recv(rv.block(j), j, T_ALLTOALLV_BLOCK, "Alltoallv")
+          for j in far if rv.nbytes(j) >= _DIRECT_BLOCK]
+    ss = [c.send(sv.block(j), j, T_ALLTOALLV_BLOCK)
+          for j, n in zip(far, out_n, strict=True) if n >= _DIRECT_BLOCK]
+    # The smaller ones, with the size of every block: packed, gathered at the leader, one
+    # exchange each way, scattered.
+    mycounts = np.array(out_n, np.int64)
+    packed = _pack(c, 0, [sv.block(j) for j, n in zip(far, out_n, strict=True)
+                          if n < _DIRECT_BLOCK])
     if c.leader:
         allcounts = np.empty((c.nl, c.no), np.int64)
         c.wait(c.L.Igather([mycounts, _I64], [allcounts, _I64], 0))
-        totals = allcounts.sum(axis=1)
-        # One message each way: this cluster's count matrix, then the blocks it describes.
+        totals = _carried(allcounts).sum(axis=1)
+        # One message each way: this cluster's count matrix, then the blocks it carries.
         head = allcounts.nbytes
         mine = c.tmp(1, head + int(totals.sum()))
         mine[:head] = allcounts.tobytes()
@@ -780,23 +806,24 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         s = c.cross(mine, c.peer, T_ALLTOALLV)
         msg, r = c.take_sized(c.peer, T_ALLTOALLV)
         c.wait(s)
-        theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c)
+        theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c, straight=True)
         theirc = theirc.reshape(c.no, c.nl)  # [their j][my i]
+        theirk = _carried(theirc)
         # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
-        starts = np.concatenate(([0], np.cumsum(theirc.ravel())))[:-1].reshape(c.no, c.nl)
+        starts = np.concatenate(([0], np.cumsum(theirk.ravel())))[:-1].reshape(c.no, c.nl)
         runs = c.tmp(2, len(theirs))
         pos = 0
         for i in range(c.nl):
             for j in range(c.no):
-                n = int(theirc[j, i])
+                n = int(theirk[j, i])
                 runs[pos:pos + n] = theirs[starts[j, i]:starts[j, i] + n]
                 pos += n
         colc = np.ascontiguousarray(theirc.T)
-        del theirc, theirs, msg
+        sizes = [int(x) for x in theirk.sum(axis=0)]
+        del theirc, theirk, theirs, msg
         c.release(r)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
-        sizes = [int(x) for x in colc.sum(axis=1)]
         mine_in = c.tmp(3, sizes[0])
         c.wait(c.L.Iscatterv([runs, (sizes, None), _BYTE], [mine_in, _BYTE], 0))
     else:
@@ -804,8 +831,10 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         c.wait(c.L.Igatherv([packed, _BYTE], None, 0))
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter(None, [cnt_for_me, _I64], 0))
-        mine_in = c.tmp(3, int(cnt_for_me.sum()))
+        mine_in = c.tmp(3, int(_carried(cnt_for_me).sum()))
         c.wait(c.L.Iscatterv(None, [mine_in, _BYTE], 0))
+    # Every block's size is known now: check them all before waiting for the large ones (a
+    # block one side sends straight and the other expects through the leaders never comes).
     pos = 0
     for j in range(c.no):
         want, got = rv.nbytes(c.oo + j), int(cnt_for_me[j])
@@ -814,8 +843,11 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
                 f"Alltoallv: mismatched counts: rank {c.rank} expects {want} bytes from rank "
                 f"{c.oo + j}, which sends {got}"
             )
-        rv.block(c.oo + j)[:] = mine_in[pos:pos + got]
-        pos += got
+        if got < _DIRECT_BLOCK:
+            rv.block(c.oo + j)[:] = mine_in[pos:pos + got]
+            pos += got
+    if rs or ss:
+        c.wait(*rs, *ss)
     c.wait(local)
 
 

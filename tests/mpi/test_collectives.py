@@ -20,6 +20,15 @@ def test_collectives_bridged_uneven(bridged, low, high):
     assert job.stdout.count("COLL OK") == low + high, job.output
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("low,high", [(2, 2), (3, 2), (1, 2)])
+def test_alltoallv_blocks_straight_and_through_the_leaders(bridged, low, high):
+    # blocks either side of 32 KiB (the large ones go straight to their ranks), empty ones
+    job = bridged("alltoallv_mixed.py", low=low, high=high, timeout=100)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count(": ok") == low + high, job.output
+
+
 @pytest.mark.timeout(200)
 def test_collectives_native_same_answers(native):
     job = native("coll_suite.py", "--quick", n=4, timeout=180)
@@ -70,6 +79,10 @@ def test_collectives_native_same_answers(native):
     ("eager-boundary-allgather-high", r"mismatched arguments: rank [02] .* sent (30720|40960)",
      True),
     ("alltoallv-counts", r"rank 3 expects 8 bytes from rank 0, which sends 12", True),
+    ("alltoallv-counts-straight", r"rank 3 expects 24000 bytes from rank 0, which sends 40000",
+     True),
+    ("alltoallv-counts-leaders", r"rank 3 expects 40000 bytes from rank 0, which sends 24000",
+     True),
     # only the root can tell:
     ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),
 ])

@@ -77,13 +77,17 @@ elif case in ("alltoall-block-larger", "alltoall-block-smaller"):
     # the high cluster's blocks differ, above the size where blocks go straight to ranks
     k = 8192 if not in_high else (8200 if case.endswith("larger") else 8000)
     comm.Alltoall(np.ones(k * size), np.zeros(k * size))
-elif case == "alltoallv-counts":  # rank 0 sends 3 items to the last rank, which expects 2
+elif case in ("alltoallv-counts", "alltoallv-counts-straight", "alltoallv-counts-leaders"):
+    # rank 0 sends the last rank 3 items, which expects 2; or, either side of the size from
+    # which blocks go straight to their ranks, 10000 items (40000 B) against 6000 or back
+    a, b = {"alltoallv-counts": (3, 2), "alltoallv-counts-straight": (10000, 6000),
+            "alltoallv-counts-leaders": (6000, 10000)}[case]
     sc = [1] * size
     rc = [1] * size
     if rank == 0:
-        sc[size - 1] = 3
+        sc[size - 1] = a
     if rank == size - 1:
-        rc[0] = 2
+        rc[0] = b
     send = np.zeros(sum(sc), "i4")
     recv = np.zeros(sum(rc), "i4")
     comm.Alltoallv([send, sc], [recv, rc])

@@ -26,8 +26,10 @@ for _ in range(k):
         comm.Alltoall(np.ones(n * size), np.zeros(n * size))
     elif op == "alltoall-small":  # blocks of 100 doubles: through the leaders
         comm.Alltoall(np.ones(100 * size), np.zeros(100 * size))
-    elif op == "alltoallv":
+    elif op == "alltoallv":  # blocks of n doubles: straight, and their sizes via the leaders
         comm.Alltoallv([np.ones(n * size), [n] * size], [np.zeros(n * size), [n] * size])
+    elif op == "alltoallv-small":  # blocks of 100 doubles: through the leaders
+        comm.Alltoallv([np.ones(100 * size), [100] * size], [np.zeros(100 * size), [100] * size])
     elif op == "allgather":
         comm.Allgather(np.ones(n), np.zeros(n * size))
     elif op == "gather":
