@@ -229,11 +229,9 @@ def _pack(c: _Ctx, slot: int, blocks: list) -> memoryview:
     return out
 
 
-def _carried(sizes: np.ndarray) -> np.ndarray:
+def _carried(sizes: list[int]) -> list[int]:
     """`sizes` with those of blocks that go straight to their ranks as 0 (see alltoallv)."""
-    if sizes.max(initial=0) < _DIRECT_BLOCK:
-        return sizes  # the common case of small blocks: no copy
-    return np.where(sizes < _DIRECT_BLOCK, sizes, 0)
+    return [n if n < _DIRECT_BLOCK else 0 for n in sizes]
 
 
 def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx,
@@ -246,7 +244,7 @@ def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx,
     head = 8 * k
     sizes = np.frombuffer(msg[:head], np.int64) if len(msg) >= head else np.zeros(k, np.int64)
     data = msg[head:]
-    if len(msg) < head or int((_carried(sizes) if straight else sizes).sum()) \
+    if len(msg) < head or (sum(_carried(sizes.tolist())) if straight else int(sizes.sum())) \
             != len(data):
         raise UsageError(f"{op}: mismatched arguments: rank {c.rank} received {len(msg)} bytes "
                          f"that do not hold {k} block sizes and their blocks")
@@ -793,34 +791,37 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
     mycounts = np.array(out_n, np.int64)
     packed = _pack(c, 0, [sv.block(j) for j, n in zip(far, out_n, strict=True)
                           if n < _DIRECT_BLOCK])
+    # (The matrices are tiny: Python lists, not numpy calls, which cost about a microsecond
+    # each and several on oversubscribed cores; see _Ctx.of.)
     if c.leader:
         allcounts = np.empty((c.nl, c.no), np.int64)
         c.wait(c.L.Igather([mycounts, _I64], [allcounts, _I64], 0))
-        totals = _carried(allcounts).sum(axis=1)
+        totals = [sum(_carried(row)) for row in allcounts.tolist()]
         # One message each way: this cluster's count matrix, then the blocks it carries.
         head = allcounts.nbytes
-        mine = c.tmp(1, head + int(totals.sum()))
+        mine = c.tmp(1, head + sum(totals))
         mine[:head] = allcounts.tobytes()
-        c.wait(c.L.Igatherv([packed, _BYTE],
-                            [mine[head:], (list(map(int, totals)), None), _BYTE], 0))
+        c.wait(c.L.Igatherv([packed, _BYTE], [mine[head:], (totals, None), _BYTE], 0))
         s = c.cross(mine, c.peer, T_ALLTOALLV)
         msg, r = c.take_sized(c.peer, T_ALLTOALLV)
         c.wait(s)
         theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c, straight=True)
-        theirc = theirc.reshape(c.no, c.nl)  # [their j][my i]
-        theirk = _carried(theirc)
+        flat = theirc.tolist()  # [their j][my i], row after row
+        theirk = _carried(flat)
+        starts = [0, *itertools.accumulate(theirk)]
         # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
-        starts = np.concatenate(([0], np.cumsum(theirk.ravel())))[:-1].reshape(c.no, c.nl)
-        runs = c.tmp(2, len(theirs))
+        runs = c.tmp(2, starts[-1])
+        sizes = []
         pos = 0
         for i in range(c.nl):
-            for j in range(c.no):
-                n = int(theirk[j, i])
-                runs[pos:pos + n] = theirs[starts[j, i]:starts[j, i] + n]
+            first = pos
+            for k in range(i, len(flat), c.nl):
+                n = theirk[k]
+                runs[pos:pos + n] = theirs[starts[k]:starts[k] + n]
                 pos += n
-        colc = np.ascontiguousarray(theirc.T)
-        sizes = [int(x) for x in theirk.sum(axis=0)]
-        del theirc, theirk, theirs, msg
+            sizes.append(pos - first)
+        colc = np.ascontiguousarray(theirc.reshape(c.no, c.nl).T)
+        del theirc, theirs, msg
         c.release(r)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
@@ -831,13 +832,13 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         c.wait(c.L.Igatherv([packed, _BYTE], None, 0))
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter(None, [cnt_for_me, _I64], 0))
-        mine_in = c.tmp(3, int(_carried(cnt_for_me).sum()))
+        mine_in = c.tmp(3, sum(_carried(cnt_for_me.tolist())))
         c.wait(c.L.Iscatterv(None, [mine_in, _BYTE], 0))
     # Every block's size is known now: check them all before waiting for the large ones (a
     # block one side sends straight and the other expects through the leaders never comes).
     pos = 0
-    for j in range(c.no):
-        want, got = rv.nbytes(c.oo + j), int(cnt_for_me[j])
+    for j, got in enumerate(cnt_for_me.tolist()):
+        want = rv.nbytes(c.oo + j)
         if want != got:
             raise UsageError(
                 f"Alltoallv: mismatched counts: rank {c.rank} expects {want} bytes from rank "
