@@ -750,9 +750,17 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
         theirs = c.tmp(1, c.no * c.nl * blk)
         _same_size("Alltoall", "blocks for it", len(theirs), c.swap(mine, theirs, T_ALLTOALL), c)
         # theirs is [their rank j][my rank i] -> scatter needs [my rank i][their rank j]
-        t = np.frombuffer(theirs, np.uint8).reshape(c.no, c.nl, blk).transpose(1, 0, 2)
-        tt = np.frombuffer(c.tmp(3, len(theirs)), np.uint8).reshape(c.nl, c.no, blk)
-        np.copyto(tt, t)
+        tt = c.tmp(3, len(theirs))
+        if c.nl * c.no <= 16:  # a few slices: cheaper than numpy's calls (see alltoallv)
+            pos = 0
+            for i in range(c.nl):
+                for j in range(c.no):
+                    at = (j * c.nl + i) * blk
+                    tt[pos:pos + blk] = theirs[at:at + blk]
+                    pos += blk
+        else:
+            t = np.frombuffer(theirs, np.uint8).reshape(c.no, c.nl, blk).transpose(1, 0, 2)
+            np.copyto(np.frombuffer(tt, np.uint8).reshape(c.nl, c.no, blk), t)
         c.wait(c.L.Iscatter([tt, _BYTE], [inn, _BYTE], 0))
     else:
         c.wait(c.L.Igather([out, _BYTE], None, 0))
