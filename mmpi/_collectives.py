@@ -833,6 +833,7 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         c.release(r)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
+        counts = cnt_for_me.tolist()
         mine_in = c.tmp(3, sizes[0])
         c.wait(c.L.Iscatterv([runs, (sizes, None), _BYTE], [mine_in, _BYTE], 0))
     else:
@@ -840,12 +841,13 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         c.wait(c.L.Igatherv([packed, _BYTE], None, 0))
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter(None, [cnt_for_me, _I64], 0))
-        mine_in = c.tmp(3, sum(_carried(cnt_for_me.tolist())))
+        counts = cnt_for_me.tolist()
+        mine_in = c.tmp(3, sum(_carried(counts)))
         c.wait(c.L.Iscatterv(None, [mine_in, _BYTE], 0))
     # Every block's size is known now: check them all before waiting for the large ones (a
     # block one side sends straight and the other expects through the leaders never comes).
     pos = 0
-    for j, got in enumerate(cnt_for_me.tolist()):
+    for j, got in enumerate(counts):
         want = rv.nbytes(c.oo + j)
         if want != got:
             raise UsageError(
