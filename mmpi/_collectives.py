@@ -234,6 +234,24 @@ def _carried(sizes: list[int]) -> list[int]:
     return [n if n < _DIRECT_BLOCK else 0 for n in sizes]
 
 
+def _by_receiver(theirs: memoryview, sizes: list[int], nl: int, into: memoryview) -> list[int]:
+    """Regroup the other cluster's blocks, [their j][my i], into runs per receiver, [my i][their j].
+
+    `sizes` are the blocks' sizes in `theirs`' order; returns each receiver's run's size.
+    """
+    starts = [0, *itertools.accumulate(sizes)]
+    runs = []
+    pos = 0
+    for i in range(nl):
+        first = pos
+        for k in range(i, len(sizes), nl):
+            n = sizes[k]
+            into[pos:pos + n] = theirs[starts[k]:starts[k] + n]
+            pos += n
+        runs.append(pos - first)
+    return runs
+
+
 def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx,
                   straight: bool = False) -> tuple[np.ndarray, memoryview]:
     """Split a message of k int64 block sizes followed by the blocks.
@@ -752,12 +770,7 @@ def alltoall(comm: Comm, sendbuf, recvbuf) -> None:
         # theirs is [their rank j][my rank i] -> scatter needs [my rank i][their rank j]
         tt = c.tmp(3, len(theirs))
         if c.nl * c.no <= 16:  # a few slices: cheaper than numpy's calls (see alltoallv)
-            pos = 0
-            for i in range(c.nl):
-                for j in range(c.no):
-                    at = (j * c.nl + i) * blk
-                    tt[pos:pos + blk] = theirs[at:at + blk]
-                    pos += blk
+            _by_receiver(theirs, [blk] * (c.nl * c.no), c.nl, tt)
         else:
             t = np.frombuffer(theirs, np.uint8).reshape(c.no, c.nl, blk).transpose(1, 0, 2)
             np.copyto(np.frombuffer(tt, np.uint8).reshape(c.nl, c.no, blk), t)
@@ -816,18 +829,8 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c, straight=True)
         flat = theirc.tolist()  # [their j][my i], row after row
         theirk = _carried(flat)
-        starts = [0, *itertools.accumulate(theirk)]
-        # Reorder [their j][my i] blocks into per-receiver runs [my i][their j].
-        runs = c.tmp(2, starts[-1])
-        sizes = []
-        pos = 0
-        for i in range(c.nl):
-            first = pos
-            for k in range(i, len(flat), c.nl):
-                n = theirk[k]
-                runs[pos:pos + n] = theirs[starts[k]:starts[k] + n]
-                pos += n
-            sizes.append(pos - first)
+        runs = c.tmp(2, len(theirs))
+        sizes = _by_receiver(theirs, theirk, c.nl, runs)
         colc = np.ascontiguousarray(theirc.reshape(c.no, c.nl).T)
         del theirc, theirs, msg
         c.release(r)
