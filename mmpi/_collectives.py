@@ -253,20 +253,21 @@ def _by_receiver(theirs: memoryview, sizes: list[int], nl: int, into: memoryview
 
 
 def _sized_blocks(msg: memoryview, k: int, op: str, c: _Ctx,
-                  straight: bool = False) -> tuple[np.ndarray, memoryview]:
-    """Split a message of k int64 block sizes followed by the blocks.
+                  straight: bool = False) -> tuple[list[int], list[int], memoryview]:
+    """Split a message of k int64 block sizes followed by the blocks: (sizes, carried, blocks).
 
     `straight`: blocks of _DIRECT_BLOCK bytes or more are not in the message, only their
-    sizes (they went straight to their ranks: alltoallv).
+    sizes (they went straight to their ranks: alltoallv); `carried` gives those as 0, the
+    sizes of what the message holds. Otherwise `carried` is `sizes`.
     """
     head = 8 * k
-    sizes = np.frombuffer(msg[:head], np.int64) if len(msg) >= head else np.zeros(k, np.int64)
+    sizes = np.frombuffer(msg[:head], np.int64).tolist() if len(msg) >= head else [0] * k
+    carried = _carried(sizes) if straight else sizes
     data = msg[head:]
-    if len(msg) < head or (sum(_carried(sizes.tolist())) if straight else int(sizes.sum())) \
-            != len(data):
+    if len(msg) < head or sum(carried) != len(data):
         raise UsageError(f"{op}: mismatched arguments: rank {c.rank} received {len(msg)} bytes "
                          f"that do not hold {k} block sizes and their blocks")
-    return sizes, data
+    return sizes, carried, data
 
 
 # mpi4py's predefined reduction ops live as long as the module, so their ids are never
@@ -826,13 +827,12 @@ def alltoallv(comm: Comm, sendbuf, recvbuf) -> None:
         s = c.cross(mine, c.peer, T_ALLTOALLV)
         msg, r = c.take_sized(c.peer, T_ALLTOALLV)
         c.wait(s)
-        theirc, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c, straight=True)
-        flat = theirc.tolist()  # [their j][my i], row after row
-        theirk = _carried(flat)
+        # [their j][my i], row after row
+        flat, theirk, theirs = _sized_blocks(msg, c.no * c.nl, "Alltoallv", c, straight=True)
         runs = c.tmp(2, len(theirs))
         sizes = _by_receiver(theirs, theirk, c.nl, runs)
-        colc = np.ascontiguousarray(theirc.reshape(c.no, c.nl).T)
-        del theirc, theirs, msg
+        colc = np.array([flat[i::c.nl] for i in range(c.nl)], np.int64)  # [my i][their j]
+        del theirs, msg
         c.release(r)
         cnt_for_me = np.empty(c.no, np.int64)
         c.wait(c.L.Iscatter([colc, _I64], [cnt_for_me, _I64], 0))
@@ -943,10 +943,10 @@ def gatherv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
             native = c.L.Igatherv([sspec[0], _BYTE], [rv.base, (cnt, dsp), _BYTE], rl)
         c.wait(native)
         msg, r = c.take_sized(c.peer, T_GATHERV)
-        sizes, data = _sized_blocks(msg, c.no, "Gatherv", c)
+        sizes, _, data = _sized_blocks(msg, c.no, "Gatherv", c)
         pos = 0
         for j in range(c.no):
-            want, got = rv.nbytes(c.oo + j), int(sizes[j])
+            want, got = rv.nbytes(c.oo + j), sizes[j]
             if got > want:
                 raise UsageError(f"Gatherv: rank {c.oo + j} sent {got} bytes, root {root} "
                                  f"expects {want}")
@@ -1026,8 +1026,8 @@ def scatterv(comm: Comm, sendbuf, recvbuf, root: int) -> None:
         c.wait(c.L.Iscatterv(None, [rb.view, _BYTE], rl))
     elif c.leader:
         msg, r = c.take_sized(root, T_SCATTERV)
-        sizes, data = _sized_blocks(msg, c.nl, "Scatterv", c)
-        c.wait(c.L.Iscatterv([data, (list(map(int, sizes)), None), _BYTE], [rb.view, _BYTE], 0))
+        sizes, _, data = _sized_blocks(msg, c.nl, "Scatterv", c)
+        c.wait(c.L.Iscatterv([data, (sizes, None), _BYTE], [rb.view, _BYTE], 0))
         del sizes, data, msg
         c.release(r)
     else:
