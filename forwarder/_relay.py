@@ -14,6 +14,9 @@ Rule 2: a large message is moved in chunks through a bounded pool of buffers: re
 Rule 3: payloads are opaque bytes: only the envelope in front is read (and its xfer rewritten).
 Rule 4: nothing blocks inside MPI: the loop polls with back-off so an idle forwarder leaves
         the CPU to the ranks.
+Rule 5: a message of one chunk whose data is already here when its envelope is relayed is
+        received and sent on at once (`_quick`), with no transfer to advance, unless an
+        earlier transfer still waits for a buffer (buffers go in arrival order, Rule 2).
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class Relay(threading.Thread):
         self._inflight_bufs: list[bytearray] = []
         self._inflight_bytes = 0
         self._reap_bytes = eager_budget // 2
+        self._sent: list[MPI.Request] = []  # one-chunk messages sent on at once (Rule 5) ...
+        self._sent_bufs: list[tuple[bytearray, tuple[int, int]]] = []  # ... their buffers, pairs
         self._xfer = [0] * dst.size
         self._byes = 0
         self._on_error = on_error
@@ -107,7 +112,8 @@ class Relay(threading.Thread):
     @property
     def finished(self) -> bool:
         """Every source rank said BYE and everything it sent has been delivered."""
-        return self._byes >= self.src.size and not self._transfers and not self._inflight
+        return (self._byes >= self.src.size and not self._transfers and not self._inflight
+                and not self._sent)
 
     def _loop(self) -> None:
         busy = Backoff()
@@ -139,9 +145,11 @@ class Relay(threading.Thread):
             did = True
         # Transfers too, unless this direction's mover has them in hand right now: a message
         # of one chunk is done quicker here than after waking another thread (split mode).
-        if self._transfers and self._lock.acquire(blocking=False):
+        if (self._transfers or self._sent) and self._lock.acquire(blocking=False):
             try:
-                if self._advance():
+                if self._sent and self._reap_sent():
+                    did = True
+                if self._transfers and self._advance():
                     did = True
             finally:
                 self._lock.release()
@@ -198,10 +206,12 @@ class Relay(threading.Thread):
             self._inflight_bufs.append(buf)
             self._inflight_bytes += count
             with self._lock:
-                self._transfers.append(
-                    _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
-                )
-                self._pairs[source, local] = self._pairs.get((source, local), 0) + 1
+                if env.nbytes > env.chunk or not self._quick(source, env.xfer, local, out_tag,
+                                                             env.nbytes):
+                    self._transfers.append(
+                        _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
+                    )
+                    self._pairs[source, local] = self._pairs.get((source, local), 0) + 1
             if env.nbytes > env.chunk:
                 self._wake.set()  # a stream of chunks: worth a thread of its own (`move`)
             self.messages += 1
@@ -256,6 +266,49 @@ class Relay(threading.Thread):
             return self._pool.pop()
         self._allocated += 1
         return bytearray(self.chunk)
+
+    def _quick(self, src: int, in_tag: int, dst: int, out_tag: int, n: int) -> bool:
+        """Rule 5: receive a one-chunk message and send it on now, if its data is here.
+
+        False if not done (the caller queues a transfer). A 2+2 Alltoall of 64 KiB blocks
+        relays eight such messages per call, and as a transfer each took an Irecv, a Test per
+        poll until it completed, an Isend, a Test per poll until that did, and the
+        bookkeeping: the forwarder, held to its share of the oversubscribed cores, spent
+        about 225 us of CPU per call. Call with the lock held.
+        """
+        if self._transfers and self._transfers[-1].next == 0:
+            return False  # an earlier transfer waits for a buffer: it goes first (Rule 2)
+        buf = self._buffer()
+        if buf is None:
+            return False
+        req = self.src.data.Irecv([buf, n, _BYTE], src, in_tag)
+        if not req.Test():
+            # Not here yet: a transfer whose one receive is under way.
+            t = _Transfer(src, in_tag, dst, out_tag, n, n, next=n)
+            t.recvs.append((req, buf, n))
+            self._transfers.append(t)
+            self._pairs[src, dst] = self._pairs.get((src, dst), 0) + 1
+            return True
+        self._sent.append(self.dst.data.Isend([buf, n, _BYTE], dst, out_tag))
+        self._sent_bufs.append((buf, (src, dst)))
+        self._pairs[src, dst] = self._pairs.get((src, dst), 0) + 1  # pool sizing (_room)
+        return True
+
+    def _reap_sent(self) -> bool:
+        """Return the buffers of completed Rule-5 sends to the pool. Call with the lock held."""
+        done = MPI.Request.Testsome(self._sent)
+        if not done:
+            return False
+        for i in sorted(done, reverse=True):
+            buf, pair = self._sent_bufs[i]
+            del self._sent[i]
+            del self._sent_bufs[i]
+            self._pool.append(buf)
+            if self._pairs[pair] == 1:
+                del self._pairs[pair]
+            else:
+                self._pairs[pair] -= 1
+        return True
 
     def _advance(self) -> bool:
         did = finished = False
