@@ -271,10 +271,11 @@ class Relay(threading.Thread):
         """Rule 5: receive a one-chunk message and send it on now, if its data is here.
 
         False if not done (the caller queues a transfer). A 2+2 Alltoall of 64 KiB blocks
-        relays eight such messages per call, and as a transfer each took an Irecv, a Test per
-        poll until it completed, an Isend, a Test per poll until that did, and the
-        bookkeeping: the forwarder, held to its share of the oversubscribed cores, spent
-        about 225 us of CPU per call. Call with the lock held.
+        relays eight such messages per call; as transfers, each took an Irecv, a Test on every
+        poll until it completed, an Isend and a Test on every poll until that did. Done here,
+        the forwarder's CPU time in polls that found nothing fell from 0.33 to 0.15 s over
+        the same stretch of an Alltoall loop (benchmarks/RESULTS.md, "One-chunk messages").
+        Call with the lock held.
         """
         if self._transfers and self._transfers[-1].next == 0:
             return False  # an earlier transfer waits for a buffer: it goes first (Rule 2)
