@@ -211,7 +211,7 @@ class Relay(threading.Thread):
                     self._transfers.append(
                         _Transfer(source, env.xfer, local, out_tag, env.nbytes, env.chunk)
                     )
-                    self._pairs[source, local] = self._pairs.get((source, local), 0) + 1
+                    self._pair_on((source, local))
             if env.nbytes > env.chunk:
                 self._wake.set()  # a stream of chunks: worth a thread of its own (`move`)
             self.messages += 1
@@ -250,6 +250,17 @@ class Relay(threading.Thread):
         return local
 
     # -- large transfers ----------------------------------------------------------------
+    def _pair_on(self, pair: tuple[int, int]) -> None:
+        """One more message of (source, destination) holds or awaits buffers (see _room)."""
+        self._pairs[pair] = self._pairs.get(pair, 0) + 1
+
+    def _pair_off(self, pair: tuple[int, int]) -> None:
+        """One message of (source, destination) is through."""
+        if self._pairs[pair] == 1:
+            del self._pairs[pair]
+        else:
+            self._pairs[pair] -= 1
+
     def _room(self) -> bool:
         """Whether another buffer may go into use.
 
@@ -288,11 +299,11 @@ class Relay(threading.Thread):
             t = _Transfer(src, in_tag, dst, out_tag, n, n, next=n)
             t.recvs.append((req, buf, n))
             self._transfers.append(t)
-            self._pairs[src, dst] = self._pairs.get((src, dst), 0) + 1
+            self._pair_on((src, dst))
             return True
         self._sent.append(self.dst.data.Isend([buf, n, _BYTE], dst, out_tag))
         self._sent_bufs.append((buf, (src, dst)))
-        self._pairs[src, dst] = self._pairs.get((src, dst), 0) + 1  # pool sizing (_room)
+        self._pair_on((src, dst))  # it holds a buffer: counts for the pool's size (_room)
         return True
 
     def _reap_sent(self) -> bool:
@@ -305,10 +316,7 @@ class Relay(threading.Thread):
             del self._sent[i]
             del self._sent_bufs[i]
             self._pool.append(buf)
-            if self._pairs[pair] == 1:
-                del self._pairs[pair]
-            else:
-                self._pairs[pair] -= 1
+            self._pair_off(pair)
         return True
 
     def _advance(self) -> bool:
@@ -344,10 +352,8 @@ class Relay(threading.Thread):
             for t in self._transfers:
                 if t.next < t.nbytes or t.recvs or t.sends:
                     keep.append(t)
-                elif self._pairs[t.src, t.dst] == 1:
-                    del self._pairs[t.src, t.dst]
                 else:
-                    self._pairs[t.src, t.dst] -= 1
+                    self._pair_off((t.src, t.dst))
             self._transfers = keep
         return did
 
