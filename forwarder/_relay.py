@@ -290,8 +290,11 @@ class Relay(threading.Thread):
         """
         if self._transfers and self._transfers[-1].next == 0:
             return False  # an earlier transfer waits for a buffer: it goes first (Rule 2)
+        pair = (src, dst)
+        self._pair_on(pair)  # counted first, as a queued transfer is, for the pool's size
         buf = self._buffer()
         if buf is None:
+            self._pair_off(pair)
             return False
         req = self.src.data.Irecv([buf, n, _BYTE], src, in_tag)
         if not req.Test():
@@ -299,11 +302,9 @@ class Relay(threading.Thread):
             t = _Transfer(src, in_tag, dst, out_tag, n, n, next=n)
             t.recvs.append((req, buf, n))
             self._transfers.append(t)
-            self._pair_on((src, dst))
             return True
         self._sent.append(self.dst.data.Isend([buf, n, _BYTE], dst, out_tag))
-        self._sent_bufs.append((buf, (src, dst)))
-        self._pair_on((src, dst))  # it holds a buffer: counts for the pool's size (_room)
+        self._sent_bufs.append((buf, pair))
         return True
 
     def _reap_sent(self) -> bool:
