@@ -309,16 +309,11 @@ class Relay(threading.Thread):
 
     def _reap_sent(self) -> bool:
         """Return the buffers of completed Rule-5 sends to the pool. Call with the lock held."""
-        done = MPI.Request.Testsome(self._sent)
-        if not done:
-            return False
-        for i in sorted(done, reverse=True):
-            buf, pair = self._sent_bufs[i]
-            del self._sent[i]
-            del self._sent_bufs[i]
+        done = _completed(self._sent, self._sent_bufs)
+        for buf, pair in done:
             self._pool.append(buf)
             self._pair_off(pair)
-        return True
+        return bool(done)
 
     def _advance(self) -> bool:
         did = finished = False
@@ -359,11 +354,25 @@ class Relay(threading.Thread):
         return did
 
     def _reap(self) -> bool:
-        done = MPI.Request.Testsome(self._inflight)
-        if not done:
-            return False
-        for i in sorted(done, reverse=True):
-            self._inflight_bytes -= len(self._inflight_bufs[i])
-            del self._inflight[i]
-            del self._inflight_bufs[i]
-        return True
+        """Forget the control-link sends that have completed; True if any had."""
+        done = _completed(self._inflight, self._inflight_bufs)
+        for buf in done:
+            self._inflight_bytes -= len(buf)
+        return bool(done)
+
+
+def _completed(reqs: list[MPI.Request], kept: list) -> list:
+    """Take the completed requests out of `reqs`, and their items (same index) out of `kept`.
+
+    Returns those items. One `Testsome` for the whole list: the forwarder reaps its sends in
+    batches, not one `Test` each.
+    """
+    done = MPI.Request.Testsome(reqs)
+    if not done:
+        return []
+    out = []
+    for i in sorted(done, reverse=True):
+        out.append(kept[i])
+        del reqs[i]
+        del kept[i]
+    return out
