@@ -159,7 +159,14 @@ def main(argv: list[str]) -> int:
     if job is not None:
         time.sleep(delay)
         roles = job_threads()  # every thread the job has by now
-    text = record(seconds)
+    try:
+        text = record(seconds)
+    except OSError as exc:
+        print(f"sched_trace: cannot trace through {TRACEFS} ({exc}); it needs root and a "
+              "kernel with tracefs", file=sys.stderr)
+        if job is not None:
+            job.wait()
+        return 2
     RAW.write_text(text)
     if job is not None:
         job.wait()
