@@ -20,7 +20,6 @@ bridged collectives (benchmarks/RESULTS.md, "The forwarder's share of the cores"
 from __future__ import annotations
 
 import collections
-import os
 import re
 import statistics
 import subprocess
@@ -37,7 +36,8 @@ _SWITCH = re.compile(r"\[(\d+)\].*? (\d+\.\d+): sched_switch: .*?prev_pid=(\d+) 
 def record(seconds: float) -> str:
     """The text of a tracefs trace of `sched_switch` over `seconds`."""
     if not (TRACEFS / "trace").exists():
-        os.system(f"mount -t tracefs nodev {TRACEFS}")  # not mounted on every machine
+        # not mounted on every machine; if this fails too, the writes below say why
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=False)
     (TRACEFS / "tracing_on").write_text("0")
     (TRACEFS / "trace").write_text("")
     (TRACEFS / "buffer_size_kb").write_text("65536")
