@@ -19,6 +19,8 @@ bridged collectives (benchmarks/RESULTS.md, "The forwarder's share of the cores"
 
 from __future__ import annotations
 
+import argparse
+import bisect
 import collections
 import re
 import statistics
@@ -109,16 +111,26 @@ def report(runs: dict[int, list], span: float, roles: dict[int, str]) -> None:
         return
     poller = max(fwd, key=busy.get)
     mine = sorted(runs[poller], key=lambda r: r[1])
+    # Each core's turns in time order; they do not overlap, so their ends are in order too and
+    # the turns within a wait are found by bisection (a scan of all of them per wait took
+    # seconds for a trace of 0.2 s).
     by_cpu = collections.defaultdict(list)
     for tid, rs in runs.items():
         for cpu, s, e, _ in rs:
             by_cpu[cpu].append((s, e, tid))
+    ends = {}
+    for cpu, ts in by_cpu.items():
+        ts.sort()
+        ends[cpu] = [e for _, e, _ in ts]
     rows = []
     for (cpu, began, end, _), (cpu2, start, _, _) in zip(mine, mine[1:], strict=False):
         others = collections.Counter()
-        for s, e, tid in by_cpu[cpu]:
-            if e > end and s < start:
-                others[roles.get(tid, "other")] += min(e, start) - max(s, end)
+        ts = by_cpu[cpu]
+        i = bisect.bisect_right(ends[cpu], end)  # the first turn that ends after the wait begins
+        while i < len(ts) and ts[i][0] < start:
+            s, e, tid = ts[i]
+            others[roles.get(tid, "other")] += min(e, start) - max(s, end)
+            i += 1
         rows.append(((start - end) * 1e6, (end - began) * 1e6, others, cpu != cpu2))
     gaps = [r[0] for r in rows]
     print(f"forwarder poller {poller}: waits between turns median {statistics.median(gaps):.0f}, "
@@ -137,39 +149,46 @@ def report(runs: dict[int, list], span: float, roles: dict[int, str]) -> None:
                                        for k, v in who.most_common(4)))
 
 
-def main(argv: list[str]) -> int:
-    """Parse the options, trace, report; 2 if no bridged job showed up."""
-    cmd = argv[argv.index("--") + 1:] if "--" in argv else []
-    opts = argv[1:argv.index("--")] if "--" in argv else argv[1:]
-    seconds = float(opts[opts.index("--seconds") + 1]) if "--seconds" in opts else 0.3
-    delay = float(opts[opts.index("--delay") + 1]) if "--delay" in opts else 1.0
-    job = subprocess.Popen(cmd) if cmd else None
-    roles: dict[int, str] = {}
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and (job is None or job.poll() is None):
+def _job_up(job: subprocess.Popen) -> dict[int, str]:
+    """The roles of a bridged job of `job` once one is up; {} if `job` ends first."""
+    while job.poll() is None:
         roles = job_threads()
         if "forwarder" in roles.values() and len(set(roles.values())) > 1:
-            break
-        if job is None:
-            break
+            return roles
         time.sleep(0.1)
-    if "forwarder" not in roles.values():
-        print("sched_trace: no bridged job is running", file=sys.stderr)
-        return 2
-    if job is not None:
-        time.sleep(delay)
-        roles = job_threads()  # every thread the job has by now
+    return {}
+
+
+def main(argv: list[str]) -> int:
+    """Parse the options, trace, report; 2 if no bridged job showed up or tracing failed."""
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser(prog="sched_trace.py",
+                                     usage="%(prog)s [--seconds S] [--delay D] [-- COMMAND ...]")
+    parser.add_argument("--seconds", type=float, default=0.3, help="how long to trace")
+    parser.add_argument("--delay", type=float, default=1.0,
+                        help="seconds between COMMAND's bridged job coming up and the trace")
+    args = parser.parse_args(argv[1:split])
+    cmd = argv[split + 1:]
+    job = subprocess.Popen(cmd) if cmd else None
     try:
-        text = record(seconds)
-    except OSError as exc:
-        print(f"sched_trace: cannot trace through {TRACEFS} ({exc}); it needs root and a "
-              "kernel with tracefs", file=sys.stderr)
+        if job is None:
+            roles = job_threads()
+        elif roles := _job_up(job):
+            time.sleep(args.delay)
+            roles = job_threads()  # every thread the job has by now
+        if "forwarder" not in roles.values():
+            print("sched_trace: no bridged job is running", file=sys.stderr)
+            return 2
+        try:
+            text = record(args.seconds)
+        except OSError as exc:
+            print(f"sched_trace: cannot trace through {TRACEFS} ({exc}); it needs root and a "
+                  "kernel with tracefs", file=sys.stderr)
+            return 2
+        RAW.write_text(text)
+    finally:
         if job is not None:
             job.wait()
-        return 2
-    RAW.write_text(text)
-    if job is not None:
-        job.wait()
     runs, span = turns(text)
     report(runs, span, roles)
     return 0
