@@ -54,6 +54,8 @@ def test_collectives_native_same_answers(native):
                                r"holds only 64000", True),
     ("different-collectives", r"rank [02] sent its part of another collective .* the ranks "
                               r"called different collectives", True),
+    ("different-collectives-plain", r"rank [02] sent its part of another collective .* this "
+                                    r"is call 2, tag [14]\): the ranks called different", True),
     ("different-object-collectives", r"rank 0 sent its part of another collective .* the "
                                      r"ranks called different collectives", True),
     ("different-collectives-large", r"rank 0 sent its part of another collective \(internal "

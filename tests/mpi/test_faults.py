@@ -71,6 +71,8 @@ def test_rank_that_exits_nonzero_ends_the_job():
                                   "exited) after 0 collective call(s); this is call 1"),
     ("return", 2, (3,), "Bcast on rank {w}: rank 2 has already finalized (or exited) after 1 "
                         "collective call(s); this is call 2"),
+    ("return-allreduce", 1, (0, 2, 3), "Allreduce on rank {w}: rank 1 has already finalized "
+                                       "(or exited) after 3 collective call(s); this is call 4"),
     ("recv", 0, (1,), "Recv on rank {w}: rank 0 has already finalized (or exited) and sent "
                       "nothing that matches this receive (tag 7)"),
     ("probe", 3, (1,), "Probe on rank {w}: rank 3 has already finalized (or exited) and "

@@ -23,6 +23,12 @@ elif case == "different-collectives":  # the clusters' leaders cross in differen
         comm.Allreduce(np.ones(1), np.zeros(1), op=MPI.SUM)
     else:
         comm.Barrier()
+elif case == "different-collectives-plain":  # the same after a good call: Allreduce's short path
+    comm.Allreduce(np.ones(1), np.zeros(1), op=MPI.SUM)
+    if in_high:
+        comm.Allreduce(np.ones(1), np.zeros(1), op=MPI.SUM)
+    else:
+        comm.Barrier()
 elif case == "different-object-collectives":  # the pickle forms have a tag each
     if in_high:
         comm.bcast(rank, root=0)

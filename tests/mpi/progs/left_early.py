@@ -4,6 +4,8 @@ Modes:
   system-exit     VRANK runs `raise SystemExit(3)` (which no sys.exit hook sees) at once; the
                   others enter a Barrier. They must fail with RankGone instead of hanging.
   return          VRANK's program just ends after one Bcast; the others call a second Bcast.
+  return-allreduce  the same with three small Allreduces of arrays, then a fourth (the short
+                  path from the second on)
   recv            VRANK's program ends at once; vrank 1 (or 2) waits for a message from it.
   recv-any        every rank but 1 ends at once; vrank 1 waits for a message from anyone.
   probe           VRANK's program ends at once; vrank 1 (or 2) probes for a message from it.
@@ -34,6 +36,13 @@ elif mode == "return":
     if rank != victim:
         comm.Bcast(buf, root=0)
         print(f"rank {rank}: finished a Bcast without rank {victim}", flush=True)
+elif mode == "return-allreduce":
+    out = np.zeros(4)
+    for _ in range(3):  # the first makes the communicator's context; the others go short
+        comm.Allreduce(buf, out)
+    if rank != victim:
+        comm.Allreduce(buf, out)
+        print(f"rank {rank}: finished an Allreduce without rank {victim}", flush=True)
 elif mode == "recv":
     waiter = 1 if victim != 1 else 2
     if rank == waiter:
