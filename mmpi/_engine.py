@@ -576,11 +576,11 @@ class Engine:
         probe = ctrl.Improbe
         # Probed `_TESTS_PER_YIELD` times per yield, as native waits test: the leaders'
         # crossing comes while the rank waits for its turn on the core, and a turn that ends
-        # after one probe hands the core on just before it lands. 2+2 ranks, alternated in
-        # one job against one probe per yield (3 jobs of 20 rounds of 300 calls, each call
-        # and its Barrier; benchmarks/RESULTS.md, "The crossing's wait"): 8 B Allreduce
-        # 84.3/76.1/87.7 against 90.9/83.6/93.3 us (faster in 15, 13, 15 of 20 rounds); 4 or
-        # 16 probes the same, 30 slower.
+        # after one probe hands the core on just before it lands. 2+2 ranks, alternated
+        # round by round in one job against one probe per yield (15 jobs of 16-20 rounds of
+        # 300 calls, each followed by a Barrier): the 8 B Allreduce faster in 14 of the 15
+        # jobs, by 1-18 us of 84-94 (median 6.5); 4 or 16 probes the same, 30 slower
+        # (benchmarks/RESULTS.md, "The small collectives taken apart").
         for _ in _FIRST:  # probes and yields only (see _FIRST)
             for _ in _TESTS:
                 msg = probe(0, want, st)
