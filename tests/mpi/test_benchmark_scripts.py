@@ -1,7 +1,7 @@
 """The measuring scripts in benchmarks/ still run against the library they measure.
 
-`coll_phases.py`, `busy_slope.py`, `allreduce_parts.py`, `barrier_lean.py` and
-`pingpong_lean.py` repeat the steps of mmpi's collectives and messages with the library's
+`coll_phases.py`, `busy_slope.py`, `allreduce_parts.py`, `allreduce_entry.py`, `barrier_lean.py`
+and `pingpong_lean.py` repeat the steps of mmpi's collectives and messages with the library's
 internals, so a change to those internals can break them silently; `poll_loops.py` times user
 polling loops; `floor/coll.c` is the C floor of the bridged collectives and `floor/coll.py` its
 bare-mpi4py twin (either side may be C and the other Python), `floor/pairs.c` the floor of
@@ -61,6 +61,23 @@ def test_allreduce_parts_reports_the_four_ways(bridged):
     assert job.returncode == 0, job.output
     assert re.search(r"us per call: Barrier \d+, Allreduce \d+, bare body \d+, "
                      r"bare body with barriers \d+$", job.stdout, re.M), job.output
+
+
+@pytest.mark.timeout(120)
+def test_allreduce_entry_reports_every_way(bridged):
+    job = bridged(str(BENCH / "allreduce_entry.py"), "2", "public,plain,checks,busy,internals",
+                  low=2, high=2, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"us per call, median of 2 rounds: public [\d.]+, plain [\d.]+, checks "
+                     r"[\d.]+, busy [\d.]+, internals [\d.]+$", job.stdout, re.M), job.output
+
+
+@pytest.mark.timeout(120)
+def test_allreduce_entry_counts_rounds_won_for_two_ways(bridged):
+    job = bridged(str(BENCH / "allreduce_entry.py"), "2", low=2, high=2, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"public [\d.]+, plain [\d.]+; plain faster in [012] of 2 rounds$",
+                     job.stdout, re.M), job.output
 
 
 # Each bare way runs beside the library's in one job, so a way that takes another's message
