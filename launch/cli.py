@@ -25,8 +25,8 @@ PROG = "mmpi-run"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] [--dry-run] "
-        "[--] command ...",
+        usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] "
+        "[--placement block|paired] [--forwarder-cpus LIST] [--dry-run] [--] command ...",
         description="Run one MPI program across two clusters whose networks are joined only "
         "by forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec "
         "job per cluster, and stops them all when one fails.",
@@ -40,12 +40,31 @@ def _parser() -> argparse.ArgumentParser:
         "--forwarders", type=int, metavar="N", help="forwarders on the (single) zipper node"
     )
     parser.add_argument(
+        "--placement", metavar="block|paired",
+        help="placement of both clusters' ranks (paired: rank i of each cluster bound to the "
+        "same core)",
+    )
+    parser.add_argument(
+        "--forwarder-cpus", type=_cpu_list, metavar="LIST",
+        help="bind the forwarders of the (single) zipper node to these CPUs, e.g. 1 or 2,3",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print the mpiexec command lines and the rank -> host/core map, and exit",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
+
+
+def _cpu_list(text: str) -> list[int]:
+    """`--forwarder-cpus`: comma-separated CPU numbers (checked further by the config)."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected CPU numbers like 1 or 2,3, got {text!r}"
+        ) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace, command: list[str]) -> int:
     config = _config.load(args.config)
     config = _config.with_overrides(
-        config, low=args.low, high=args.high, forwarders=args.forwarders
+        config, low=args.low, high=args.high, forwarders=args.forwarders,
+        placement=args.placement, forwarder_cpus=args.forwarder_cpus,
     )
     if args.dry_run:
         sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER).describe())

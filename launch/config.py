@@ -12,6 +12,9 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
         forwarders: 1
         interfaces: {low: null, high: null}   # NIC on each subnet: both or neither
         wrapper: []              # put before the job's command line: [ip, netns, exec, zip]
+        cpus: []                 # bind forwarder k of this node to CPU cpus[k mod len] (Hydra
+                                 # `-bind-to user:`); empty: not bound. On a host it shares
+                                 # with ranks, away from the leaders (see plan.py)
     clusters:                    # both `low` and `high` are required
       low:
         ranks: 2                 # required, >= 1
@@ -49,7 +52,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -104,6 +107,7 @@ class Zipper:
     # {"low": nic, "high": nic} or empty: pinning only one NIC would cut off the other subnet.
     interfaces: Mapping[str, str] = field(default_factory=_empty_env)
     wrapper: tuple[str, ...] = ()
+    cpus: tuple[int, ...] = ()  # forwarder k is bound to cpus[k % len]; () = not bound
 
 
 @dataclass(frozen=True)
@@ -248,8 +252,14 @@ def with_overrides(
     low: int | None = None,
     high: int | None = None,
     forwarders: int | None = None,
+    placement: str | None = None,
+    forwarder_cpus: Sequence[int] | None = None,
 ) -> Config:
-    """Apply command-line overrides (``--low``, ``--high``, ``--forwarders``), validated."""
+    """Apply command-line overrides, validated by the file's own checks.
+
+    ``--low``, ``--high``, ``--forwarders``, ``--placement`` (both clusters) and
+    ``--forwarder-cpus`` (the single zipper node's ``cpus``).
+    """
     if low is not None:
         ranks = _positive_int(low, "clusters.low.ranks (from --low)")
         config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=ranks))
@@ -268,6 +278,27 @@ def with_overrides(
             )
         zipper = dataclasses.replace(config.zipper[0], forwarders=count)
         config = dataclasses.replace(config, zipper=(zipper,))
+    if placement is not None:
+        for c in CLUSTERS:
+            _placement_of(placement, f"clusters.{c}.placement (from --placement)")
+        config = dataclasses.replace(
+            config,
+            low=dataclasses.replace(config.low, placement=placement),
+            high=dataclasses.replace(config.high, placement=placement),
+        )
+    if forwarder_cpus is not None:
+        path = "zipper[0].cpus (from --forwarder-cpus)"
+        cpus = _cpus(list(forwarder_cpus), "zipper[0].cpus", " (from --forwarder-cpus)")
+        if len(config.zipper) != 1:
+            raise ConfigError(
+                path,
+                f"the job has {len(config.zipper)} zipper nodes; set zipper[i].cpus in the file "
+                "instead",
+                source=config.source,
+            )
+        config = dataclasses.replace(
+            config, zipper=(dataclasses.replace(config.zipper[0], cpus=cpus),)
+        )
     return config
 
 
@@ -296,11 +327,7 @@ def _cluster(
         hosts = _slurm(environ, f"{path}.hosts")
     else:
         hosts = _hosts(m.get("hosts", ["localhost"]), f"{path}.hosts")
-    placement = m.get("placement", "block")
-    if placement not in PLACEMENTS:
-        raise ConfigError(
-            f"{path}.placement", f"expected one of {list(PLACEMENTS)}, got {_show(placement)}"
-        )
+    placement = _placement_of(m.get("placement", "block"), f"{path}.placement")
     sockets, cores = _shape(m, path)
     return Cluster(
         name=name,
@@ -375,7 +402,7 @@ def _zippers(value: object, path: str) -> tuple[Zipper, ...]:
 
 
 def _zipper(value: object, path: str) -> Zipper:
-    m = _mapping(value, path, {"host", "forwarders", "interfaces", "wrapper"})
+    m = _mapping(value, path, {"host", "forwarders", "interfaces", "wrapper", "cpus"})
     nics = m.get("interfaces")
     nics = _mapping({} if nics is None else nics, f"{path}.interfaces", set(CLUSTERS))
     interfaces = {
@@ -394,7 +421,28 @@ def _zipper(value: object, path: str) -> Zipper:
         forwarders=_positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
         interfaces=MappingProxyType(interfaces),
         wrapper=_wrapper(m.get("wrapper", []), f"{path}.wrapper"),
+        cpus=_cpus(m.get("cpus", []), f"{path}.cpus"),
     )
+
+
+def _placement_of(value: object, path: str) -> str:
+    if value not in PLACEMENTS:
+        raise ConfigError(path, f"expected one of {list(PLACEMENTS)}, got {_show(value)}")
+    return value
+
+
+def _cpus(value: object, path: str, origin: str = "") -> tuple[int, ...]:
+    """CPU numbers to bind to: a list of integers >= 0 (None or [] for none).
+
+    `origin` (" (from --flag)") follows the key path in errors, after the item's index.
+    """
+    items = _list([] if value is None else value, path + origin)
+    for i, cpu in enumerate(items):
+        if isinstance(cpu, bool) or not isinstance(cpu, int) or cpu < 0:
+            raise ConfigError(
+                f"{path}[{i}]{origin}", f"expected a CPU number (0 or more), got {_show(cpu)}"
+            )
+    return tuple(items)
 
 
 def _timeouts(value: object, path: str) -> Timeouts:

@@ -4,7 +4,7 @@ The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi
 
 - forwarder i (``fwd<i>``), one per daemon over all zipper nodes, started first::
 
-      [WRAPPER...] mpiexec [args] -n 1 [-hosts ZIPPER] PYTHON -m forwarder
+      [WRAPPER...] mpiexec [args] -n 1 [-hosts ZIPPER] [-bind-to user:CPU] PYTHON -m forwarder
               --rendezvous DIR --index i --connect-timeout T
       env: MMPI_RENDEZVOUS=DIR [UCX_NET_DEVICES=<low nic>,<high nic>] [UCX_TLS=self,tcp]
            + the job's env
@@ -18,7 +18,11 @@ The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi
            [UCX_TLS=self,tcp] + the job's env + the cluster's env
 
 The host flags come from _placement.py (``-hosts`` with the ranks placed on each host, left out
-when every host is ``localhost``; the binding flags for ``placement: paired``). A wrapper
+when every host is ``localhost``; the binding flags for ``placement: paired``). A forwarder is
+bound to a CPU only when its zipper node lists ``cpus``: on a host shared with ranks, measured
+on 2 cores with ``paired`` ranks (both leaders on CPU 0), a forwarder on CPU 1 with the other
+ranks made a 2+2 Barrier and 8 B Allreduce a third faster, one left free or put with the
+leaders did not (benchmarks/RESULTS.md, "Placement"). A wrapper
 (``ip netns exec NS``, ``srun ...``) is put before the whole command line. A ``Launch.env``
 holds only these additions (the runner merges them over ``os.environ``).
 
@@ -172,9 +176,10 @@ def make_plan(
         env.update(config.env)
         env[rv.ENV_RENDEZVOUS] = rendezvous
         hosts = [] if zipper.host == LOCALHOST else ["-hosts", zipper.host]
-        for _ in range(zipper.forwarders):
+        for k in range(zipper.forwarders):
+            bind = ["-bind-to", f"user:{zipper.cpus[k % len(zipper.cpus)]}"] if zipper.cpus else []
             argv = [
-                *zipper.wrapper, *launcher, "-n", "1", *hosts,
+                *zipper.wrapper, *launcher, "-n", "1", *hosts, *bind,
                 python, "-m", "forwarder",
                 "--rendezvous", rendezvous, "--index", str(index), "--connect-timeout", timeout,
             ]  # fmt: skip

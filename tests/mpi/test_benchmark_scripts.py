@@ -9,7 +9,6 @@ concurrent pairs. Each runs briefly here and must print its figures; the figures
 not judged (timing belongs to benchmarks/RESULTS.md, not to tests).
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -76,20 +75,6 @@ def test_allreduce_entry_reports_its_ways(bridged, ways, pattern):
     job = bridged(str(BENCH / "allreduce_entry.py"), *args, low=2, high=2, timeout=100)
     assert job.returncode == 0, job.output
     assert re.search(pattern, job.stdout, re.M), job.output
-
-
-@pytest.mark.timeout(120)
-def test_pinned_sitecustomize_pins_by_role(bridged):
-    """benchmarks/pinned: leaders, non-leaders and the forwarder each on the CPU asked for."""
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.fail("this test needs 2 CPUs, as the suite does")
-    env = {"PYTHONPATH": f"{BENCH / 'pinned'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "MMPI_BENCH_PIN": "011"}
-    job = bridged("affinity.py", low=2, high=2, env=env, timeout=100)
-    assert job.returncode == 0, job.output
-    cpus = dict(re.findall(r"vrank (\d) cpus \[([\d, ]+)\] forwarder cpus \[1\]$",
-                           job.stdout, re.M))
-    assert cpus == {"0": "0", "1": "1", "2": "0", "3": "1"}, job.output
 
 
 # Each bare way runs beside the library's in one job, so a way that takes another's message

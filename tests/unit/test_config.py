@@ -234,6 +234,19 @@ def test_overrides():
     assert (config.low.ranks, config.high.ranks, config.forwarders) == (3, 5, 2)
     assert config.low.hosts == (Host("localhost"),)  # the rest is untouched
     assert with_overrides(config) == config
+    config = with_overrides(config, placement="paired", forwarder_cpus=[1, 0])
+    assert (config.low.placement, config.high.placement) == ("paired", "paired")
+    assert config.zipper[0].cpus == (1, 0)
+
+
+def test_zipper_cpus():
+    assert loads(OK + "zipper: [{cpus: [1]}, {}]").zipper[0].cpus == (1,)
+    assert loads(OK + "zipper: [{cpus: null}]").zipper[0].cpus == ()
+    for bad, where in (("[-1]", "zipper[0].cpus[0]"), ("[0, x]", "zipper[0].cpus[1]"),
+                       ("[true]", "zipper[0].cpus[0]"), ("3", "zipper[0].cpus")):
+        with pytest.raises(ConfigError) as info:
+            loads(OK + f"zipper: [{{cpus: {bad}}}]")
+        assert f"{where}: expected" in str(info.value), str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -244,6 +257,14 @@ def test_overrides():
         (
             {"forwarders": 0},
             "zipper[0].forwarders (from --forwarders): expected a positive integer",
+        ),
+        (
+            {"placement": "pairs"},
+            "clusters.low.placement (from --placement): expected one of ['block', 'paired']",
+        ),
+        (
+            {"forwarder_cpus": [1, -1]},
+            "zipper[0].cpus[1] (from --forwarder-cpus): expected a CPU number (0 or more), got -1",
         ),
     ],
 )
@@ -260,6 +281,13 @@ def test_forwarders_override_needs_one_zipper():
     assert "zipper[0].forwarders (from --forwarders): the job has 2 zipper nodes" in str(info.value)
 
 
+def test_forwarder_cpus_override_needs_one_zipper():
+    config = loads(OK + "zipper: [{host: z1}, {host: z2}]")
+    with pytest.raises(ConfigError) as info:
+        with_overrides(config, forwarder_cpus=[1])
+    assert "zipper[0].cpus (from --forwarder-cpus): the job has 2 zipper nodes" in str(info.value)
+
+
 def test_cli_reports_config_errors(tmp_path, capsys):
     from launch.cli import main
 
@@ -268,7 +296,7 @@ def test_cli_reports_config_errors(tmp_path, capsys):
     assert main(["-c", str(path), "--dry-run", "python", "x.py"]) == 1
     assert capsys.readouterr().err == (
         f"mmpi-run: {path}: zipper[0]: unknown key 'hots' (expected one of "
-        "['forwarders', 'host', 'interfaces', 'wrapper'])\n"
+        "['cpus', 'forwarders', 'host', 'interfaces', 'wrapper'])\n"
     )
     assert main(["--high", "0", "--dry-run", "python", "x.py"]) == 1
     assert "mmpi-run: clusters.high.ranks (from --high)" in capsys.readouterr().err

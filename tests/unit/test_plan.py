@@ -109,6 +109,22 @@ def test_forwarders_override():
     assert [f.name for f in plan_for(forwarders=3).forwarders] == ["fwd0", "fwd1", "fwd2"]
 
 
+def test_forwarders_bound_to_their_cpus_in_turn():
+    data = clusters(zipper=[{"host": "zip1", "forwarders": 3, "cpus": [2, 3]}, {}])
+    fwds = plan_for(data).forwarders
+    assert fwds[0].argv[:7] == ("mpiexec", "-n", "1", "-hosts", "zip1", "-bind-to", "user:2")
+    assert fwds[1].argv[5:7] == ("-bind-to", "user:3")
+    assert fwds[2].argv[5:7] == ("-bind-to", "user:2")  # wraps
+    assert "-bind-to" not in fwds[3].argv  # no cpus: not bound
+
+
+def test_placement_and_forwarder_cpus_overrides():
+    plan = plan_for(placement="paired", forwarder_cpus=[1])
+    assert plan.forwarders[0].argv[:6] == ("mpiexec", "-n", "1", "-bind-to", "user:1", PY)
+    for launch in plan.clusters:
+        assert launch.argv[3:7] == ("-bind-to", "core", "-map-by", "socket")
+
+
 def test_hosts_hostfile_and_interface(tmp_path):
     hostfile = tmp_path / "high.hosts"
     hostfile.write_text("b1 slots=2\n")
