@@ -116,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=_positive_int, default=DEFAULT_PAIRS, metavar="N",
                    help="ranks per cluster of the pairs benchmark, which measures 1 to N "
                    f"concurrent cross-cluster pairs (default {DEFAULT_PAIRS})")
+    p.add_argument("--bind", action="store_true",
+                   help="bind processes to cores: native ranks with mpiexec -bind-to core, "
+                   "bridged ranks paired (rank i of each cluster on core i) and the "
+                   "forwarders on the last cores (the across-jobs baseline stays unbound)")
     p.add_argument("--sizes", type=parse_sizes, metavar="LIST",
                    help="message sizes instead of the defaults, e.g. 8,64K,1M")
     p.add_argument("--iters-scale", type=_positive_float, default=1.0, metavar="F",
@@ -219,9 +223,11 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     if not specs:
         raise BenchError("nothing to run with these sizes")
     mmpi_run = [*_mmpi_run_cmd(), "--forwarders", str(args.forwarders)]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     runs = plan_runs(specs, args.low, args.high, worker_args(args),
-                     mmpi_run=mmpi_run, mpiexec=_mpiexec(), pairs=args.pairs)
-    layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs)
+                     mmpi_run=mmpi_run, mpiexec=_mpiexec(), pairs=args.pairs,
+                     bind_cpus=(cpus or 1) if args.bind else 0, forwarders=args.forwarders)
+    layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind)
     if args.dry_run:
         for run in runs:
             print(f"# {run.mode} {run.group}\n{' '.join(run.argv)}")
@@ -320,20 +326,31 @@ def worker_args(args: argparse.Namespace) -> tuple[str, ...]:
 
 def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str], *,
               mmpi_run: Sequence[str], mpiexec: str, python: str = sys.executable,
-              pairs: int = DEFAULT_PAIRS) -> list[Run]:
+              pairs: int = DEFAULT_PAIRS, bind_cpus: int = 0,
+              forwarders: int = 1) -> list[Run]:
     """Return the jobs to run, in order: for each group, native first, then bridged.
 
     Point-to-point also gets the native baseline across two jobs, between those two.
+    `bind_cpus` (the machine's CPUs; 0: no binding) binds the native ranks to cores in turn,
+    and the bridged ones as mmpi-run's `paired` placement does (both clusters' rank i on core
+    i, so the leaders share core 0) with the forwarders on the last cores, away from the
+    leaders: on 2 cores that placement made the small collectives a third faster, where the
+    native ones did not move (benchmarks/RESULTS.md, "Placement").
     """
     runs = []
     shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs)}
+    native_bind = ("-bind-to", "core") if bind_cpus else ()
+    if bind_cpus:
+        last = [str((bind_cpus - 1 - k) % bind_cpus) for k in range(forwarders)]
+        mmpi_run = (*mmpi_run, "--placement", "paired", "--forwarder-cpus", ",".join(last))
     for group in GROUPS:
         mine = tuple(s for n, s in specs.items() if BENCHES[n].group == group)
         if not mine:
             continue
         a, b = shapes[group]
         worker = (python, "-m", "mmpi.bench.worker", "--low", str(a), *options, *mine)
-        runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *worker), mine))
+        runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
+                        mine))
         if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
             runs.append(Run("across", group,
                             (python, "-m", "mmpi.bench.across", mpiexec, *worker), mine))
@@ -343,10 +360,13 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
 
 
 def describe_layouts(low: int, high: int, forwarders: int = 1,
-                     pairs: int = DEFAULT_PAIRS) -> dict[str, str]:
+                     pairs: int = DEFAULT_PAIRS, bind: bool = False) -> dict[str, str]:
     """One line per group saying which ranks the two figures come from."""
     fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
     fwds = f"{forwarders} forwarder{'s' if forwarders > 1 else ''}"
+    if bind:
+        fwds += " (bound: native ranks to cores in turn; bridged rank i of each cluster to " \
+                "core i, the forwarders to the last cores)"
     return {
         "p2p": f"native: 2 ranks of one mpiexec job; across jobs: 2 one-rank mpiexec jobs "
                f"joined by Comm_connect; bridged: 1+1 ranks through {fwd} "

@@ -73,6 +73,20 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
     assert small[6].argv[:5] == (*RUN, "--low", "2", "--high", "2")
 
 
+def test_plan_runs_binds_native_ranks_and_bridged_ones_paired():
+    specs = cli.plan_specs(["latency", "barrier"], (8,))
+    runs = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY,
+                         bind_cpus=4, forwarders=2)
+    native, across, bridged = runs[0], runs[1], runs[2]
+    assert native.argv[:5] == ("/bin/mpiexec", "-n", "2", "-bind-to", "core")
+    assert "-bind-to" not in across.argv  # two one-rank jobs: each would take core 0
+    assert bridged.argv[:len(RUN) + 4] == (*RUN, "--placement", "paired", "--forwarder-cpus",
+                                           "3,2")  # the last cores, away from the leaders
+    assert runs[3].argv[:5] == ("/bin/mpiexec", "-n", "4", "-bind-to", "core")
+    unbound = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY)
+    assert not any("-bind-to" in r.argv or "--placement" in r.argv for r in unbound)
+
+
 def test_plan_runs_skips_empty_groups():
     runs = cli.plan_runs({"barrier": "barrier"}, 2, 2, (), mmpi_run=RUN, mpiexec="mpiexec")
     assert [(r.mode, r.group) for r in runs] == [("native", "world"), ("bridged", "world")]
