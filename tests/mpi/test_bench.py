@@ -73,3 +73,17 @@ def test_patterns_and_plots(tmp_path):
     assert "bridged: 2 low + 2 high ranks" in pairs[1], pairs[:3]
     assert sorted(x.name for x in (tmp_path / "plots").iterdir()) == [
         "1_to_n.png", "barrier.png", "pairs.png", "ratios.png"]
+
+
+@pytest.mark.timeout(120)
+def test_bind_runs_both_ways_bound(tmp_path):
+    """--bind: the native job and the bridged one (paired, forwarder on the last core) run."""
+    out = tmp_path / "out.json"
+    p = run_bench("barrier", "--bind", "--iters-scale", "0.02", "--json", str(out),
+                  timeout=100)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    (row,) = doc["results"]
+    assert row["native"]["value"] > 0 and row["bridged"]["value"] > 0, row
+    assert "(bound: native ranks to cores in turn;" in p.stdout
+    assert "--bind" in doc["environment"]["command"]
