@@ -268,38 +268,35 @@ def with_overrides(
         config = dataclasses.replace(config, high=dataclasses.replace(config.high, ranks=ranks))
     if forwarders is not None:
         path = "zipper[0].forwarders (from --forwarders)"
-        count = _positive_int(forwarders, path)
-        if len(config.zipper) != 1:
-            raise ConfigError(
-                path,
-                f"the job has {len(config.zipper)} zipper nodes; "
-                "set zipper[i].forwarders in the file instead",
-                source=config.source,
-            )
-        zipper = dataclasses.replace(config.zipper[0], forwarders=count)
-        config = dataclasses.replace(config, zipper=(zipper,))
+        config = _single_zipper(config, path, "forwarders", _positive_int(forwarders, path))
     if placement is not None:
-        for c in CLUSTERS:
-            _placement_of(placement, f"clusters.{c}.placement (from --placement)")
+        _placement_of(placement, "clusters.low.placement (from --placement)")  # both alike
         config = dataclasses.replace(
             config,
             low=dataclasses.replace(config.low, placement=placement),
             high=dataclasses.replace(config.high, placement=placement),
         )
     if forwarder_cpus is not None:
-        path = "zipper[0].cpus (from --forwarder-cpus)"
         cpus = _cpus(list(forwarder_cpus), "zipper[0].cpus", " (from --forwarder-cpus)")
-        if len(config.zipper) != 1:
-            raise ConfigError(
-                path,
-                f"the job has {len(config.zipper)} zipper nodes; set zipper[i].cpus in the file "
-                "instead",
-                source=config.source,
-            )
-        config = dataclasses.replace(
-            config, zipper=(dataclasses.replace(config.zipper[0], cpus=cpus),)
-        )
+        config = _single_zipper(config, "zipper[0].cpus (from --forwarder-cpus)", "cpus", cpus)
     return config
+
+
+def _single_zipper(config: Config, path: str, key: str, value: object) -> Config:
+    """`config` with its one zipper node's `key` set to `value` (a command-line override).
+
+    A job with several zipper nodes must set them in its file: which one would be meant?
+    """
+    if len(config.zipper) != 1:
+        raise ConfigError(
+            path,
+            f"the job has {len(config.zipper)} zipper nodes; set zipper[i].{key} in the file "
+            "instead",
+            source=config.source,
+        )
+    return dataclasses.replace(
+        config, zipper=(dataclasses.replace(config.zipper[0], **{key: value}),)
+    )
 
 
 # -- sections ------------------------------------------------------------------------------------
