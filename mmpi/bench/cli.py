@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bind", action="store_true",
                    help="bind processes to cores: native ranks with mpiexec -bind-to core, "
                    "bridged ranks paired (rank i of each cluster on core i) and the "
-                   "forwarders on the last cores (the across-jobs baseline stays unbound)")
+                   "forwarders on the last cores (the across-jobs baseline and the pairs "
+                   "layout stay unbound)")
     p.add_argument("--sizes", type=parse_sizes, metavar="LIST",
                    help="message sizes instead of the defaults, e.g. 8,64K,1M")
     p.add_argument("--iters-scale", type=_positive_float, default=1.0, metavar="F",
@@ -335,27 +336,32 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     and the bridged ones as mmpi-run's `paired` placement does (both clusters' rank i on core
     i, so the leaders share core 0) with the forwarders on the last cores, away from the
     leaders: on 2 cores that placement made the small collectives a third faster, where the
-    native ones did not move (benchmarks/RESULTS.md, "Placement").
+    native ones did not move (benchmarks/RESULTS.md, "Placement"). Not the pairs' layout:
+    there it put each pair's two ranks on one core, and 4 pairs against one fell from 0.93 to
+    0.54 (medians of 7 runs each).
     """
     runs = []
     shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs)}
-    native_bind = ("-bind-to", "core") if bind_cpus else ()
+    bound_run = tuple(mmpi_run)
     if bind_cpus:
         last = [str((bind_cpus - 1 - k) % bind_cpus) for k in range(forwarders)]
-        mmpi_run = (*mmpi_run, "--placement", "paired", "--forwarder-cpus", ",".join(last))
+        bound_run = (*mmpi_run, "--placement", "paired", "--forwarder-cpus", ",".join(last))
     for group in GROUPS:
         mine = tuple(s for n, s in specs.items() if BENCHES[n].group == group)
         if not mine:
             continue
         a, b = shapes[group]
+        bind = bool(bind_cpus) and group != "pairs"
         worker = (python, "-m", "mmpi.bench.worker", "--low", str(a), *options, *mine)
+        native_bind = ("-bind-to", "core") if bind else ()
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
                         mine))
         if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
             runs.append(Run("across", group,
                             (python, "-m", "mmpi.bench.across", mpiexec, *worker), mine))
         runs.append(Run("bridged", group,
-                        (*mmpi_run, "--low", str(a), "--high", str(b), *worker), mine))
+                        (*(bound_run if bind else mmpi_run), "--low", str(a), "--high", str(b),
+                         *worker), mine))
     return runs
 
 
@@ -364,15 +370,14 @@ def describe_layouts(low: int, high: int, forwarders: int = 1,
     """One line per group saying which ranks the two figures come from."""
     fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
     fwds = f"{forwarders} forwarder{'s' if forwarders > 1 else ''}"
-    if bind:
-        fwds += " (bound: native ranks to cores in turn; bridged rank i of each cluster to " \
-                "core i, the forwarders to the last cores)"
+    bound = " (bound: native ranks to cores in turn; bridged rank i of each cluster to core " \
+            "i, the forwarders to the last cores)" if bind else ""
     return {
         "p2p": f"native: 2 ranks of one mpiexec job; across jobs: 2 one-rank mpiexec jobs "
                f"joined by Comm_connect; bridged: 1+1 ranks through {fwd} "
-               "(vrank 0 <-> vrank 1)",
+               f"(vrank 0 <-> vrank 1){bound}",
         "world": f"native: {low + high} ranks of one mpiexec job; bridged: {low} low + {high} "
-                 f"high ranks and {fwds}",
+                 f"high ranks and {fwds}{bound}",
         "pairs": f"native: {2 * pairs} ranks of one mpiexec job; bridged: {pairs} low + "
                  f"{pairs} high ranks and {fwds}; pair i is low rank i -> high rank i",
     }

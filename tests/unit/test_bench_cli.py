@@ -74,7 +74,7 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
 
 
 def test_plan_runs_binds_native_ranks_and_bridged_ones_paired():
-    specs = cli.plan_specs(["latency", "barrier"], (8,))
+    specs = cli.plan_specs(["latency", "barrier", "pairs"], (8,))
     runs = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY,
                          bind_cpus=4, forwarders=2)
     native, across, bridged = runs[0], runs[1], runs[2]
@@ -83,6 +83,10 @@ def test_plan_runs_binds_native_ranks_and_bridged_ones_paired():
     assert bridged.argv[:len(RUN) + 4] == (*RUN, "--placement", "paired", "--forwarder-cpus",
                                            "3,2")  # the last cores, away from the leaders
     assert runs[3].argv[:5] == ("/bin/mpiexec", "-n", "4", "-bind-to", "core")
+    assert runs[4].argv[len(RUN):len(RUN) + 2] == ("--placement", "paired")
+    # the pairs' layout stays unbound (binding put each pair on one core: slower)
+    assert runs[5].argv[:3] == ("/bin/mpiexec", "-n", "8") and "-bind-to" not in runs[5].argv
+    assert runs[6].argv[:len(RUN) + 1] == (*RUN, "--low")
     unbound = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY)
     assert not any("-bind-to" in r.argv or "--placement" in r.argv for r in unbound)
 
