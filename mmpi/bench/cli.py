@@ -224,10 +224,9 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     if not specs:
         raise BenchError("nothing to run with these sizes")
     mmpi_run = [*_mmpi_run_cmd(), "--forwarders", str(args.forwarders)]
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     runs = plan_runs(specs, args.low, args.high, worker_args(args),
                      mmpi_run=mmpi_run, mpiexec=_mpiexec(), pairs=args.pairs,
-                     bind_cpus=(cpus or 1) if args.bind else 0, forwarders=args.forwarders)
+                     bind_cpus=_usable_cpus() if args.bind else (), forwarders=args.forwarders)
     layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind)
     if args.dry_run:
         for run in runs:
@@ -327,12 +326,13 @@ def worker_args(args: argparse.Namespace) -> tuple[str, ...]:
 
 def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str], *,
               mmpi_run: Sequence[str], mpiexec: str, python: str = sys.executable,
-              pairs: int = DEFAULT_PAIRS, bind_cpus: int = 0,
+              pairs: int = DEFAULT_PAIRS, bind_cpus: Sequence[int] = (),
               forwarders: int = 1) -> list[Run]:
     """Return the jobs to run, in order: for each group, native first, then bridged.
 
     Point-to-point also gets the native baseline across two jobs, between those two.
-    `bind_cpus` (the machine's CPUs; 0: no binding) binds the native ranks to cores in turn,
+    `bind_cpus` (the CPUs this process may use, ascending; empty: no binding) binds the
+    native ranks to cores in turn,
     and the bridged ones as mmpi-run's `paired` placement does (both clusters' rank i on core
     i, so the leaders share core 0) with the forwarders on the last cores, away from the
     leaders: on 2 cores that placement made the small collectives a third faster, where the
@@ -344,7 +344,7 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs)}
     bound_run = tuple(mmpi_run)
     if bind_cpus:
-        last = [str((bind_cpus - 1 - k) % bind_cpus) for k in range(forwarders)]
+        last = [str(bind_cpus[-1 - k % len(bind_cpus)]) for k in range(forwarders)]
         bound_run = (*mmpi_run, "--placement", "paired", "--forwarder-cpus", ",".join(last))
     for group in GROUPS:
         mine = tuple(s for n, s in specs.items() if BENCHES[n].group == group)
@@ -381,6 +381,13 @@ def describe_layouts(low: int, high: int, forwarders: int = 1,
         "pairs": f"native: {2 * pairs} ranks of one mpiexec job; bridged: {pairs} low + "
                  f"{pairs} high ranks and {fwds}; pair i is low rank i -> high rank i",
     }
+
+
+def _usable_cpus() -> list[int]:
+    """The CPU numbers this process may run on, ascending (all of them where unknown)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
 
 
 def _mmpi_run_cmd() -> list[str]:

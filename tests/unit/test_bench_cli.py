@@ -76,7 +76,7 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
 def test_plan_runs_binds_native_ranks_and_bridged_ones_paired():
     specs = cli.plan_specs(["latency", "barrier", "pairs"], (8,))
     runs = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY,
-                         bind_cpus=4, forwarders=2)
+                         bind_cpus=[0, 1, 2, 3], forwarders=2)
     native, across, bridged = runs[0], runs[1], runs[2]
     assert native.argv[:5] == ("/bin/mpiexec", "-n", "2", "-bind-to", "core")
     assert "-bind-to" not in across.argv  # two one-rank jobs: each would take core 0
@@ -87,6 +87,10 @@ def test_plan_runs_binds_native_ranks_and_bridged_ones_paired():
     # the pairs' layout stays unbound (binding put each pair on one core: slower)
     assert runs[5].argv[:3] == ("/bin/mpiexec", "-n", "8") and "-bind-to" not in runs[5].argv
     assert runs[6].argv[:len(RUN) + 1] == (*RUN, "--low")
+    # a restricted affinity: the forwarders take the last CPUs this process may use
+    some = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY,
+                         bind_cpus=[2, 5], forwarders=3)
+    assert some[2].argv[len(RUN) + 3] == "5,2,5"
     unbound = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY)
     assert not any("-bind-to" in r.argv or "--placement" in r.argv for r in unbound)
 
