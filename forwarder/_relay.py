@@ -27,16 +27,13 @@ from dataclasses import dataclass, field
 
 from mpi4py import MPI
 
-from mmpi import protocol as P
-from mmpi._backoff import Backoff
-from mmpi.errors import ProtocolError
+from mmpi.wire import ProtocolError
+from mmpi.wire import protocol as P
+from mmpi.wire.backoff import Backoff
 
 _BYTE = MPI.BYTE
-# Sends on are tested for completion (`_reap`) once this many are in flight, or half the eager
-# budget, or once the source has said BYE; not after every message. Testing them on every poll
-# was an MPI call more in most of the forwarder's turns on the cores, and on a VM where those
-# turns are dear (benchmarks/RESULTS.md, "A bare-Python floor") a forwarder whose loop did only
-# the probing kept a 2+2 Barrier faster in 10 of 12 alternated jobs.
+# Sends on are tested for completion (`_reap`) in batches, not after every message: a poll
+# that only probes keeps the forwarder's turns on shared cores short.
 _REAP_AT = 16
 
 
@@ -48,7 +45,13 @@ class Link:
     ctrl: MPI.Intercomm
     data: MPI.Intercomm
     size: int
-    offset: int  # virtual rank of the cluster's local rank 0
+    vranks: tuple[int, ...] = ()  # virtual rank of each local rank (set once the layout is known)
+    local_of: dict[int, int] = field(default_factory=dict)  # virtual rank -> local rank
+
+    def place(self, vranks: tuple[int, ...]) -> None:
+        """Record which virtual rank each of this cluster's local ranks is."""
+        self.vranks = vranks
+        self.local_of = {v: i for i, v in enumerate(vranks)}
 
 
 @dataclass(eq=False)
@@ -195,7 +198,7 @@ class Relay(threading.Thread):
             local = self._dst_local(env.dst, source)
             if not 0 < env.chunk <= self.chunk:
                 raise ProtocolError(
-                    f"rank {self.src.offset + source} sent chunks of {env.chunk} bytes; "
+                    f"rank {self.src.vranks[source]} sent chunks of {env.chunk} bytes; "
                     f"this forwarder takes at most {self.chunk}"
                 )
             self._xfer[local] = self._xfer[local] % P.MAX_XFER + 1
@@ -218,11 +221,11 @@ class Relay(threading.Thread):
             self.bytes += env.nbytes
         elif tag == P.T_BYE:
             self._byes += 1
-            self._announce_left(self.src.offset + source,
+            self._announce_left(self.src.vranks[source],
                                 P.decode_control(buf, ("colls",))["colls"])
         else:
             raise ProtocolError(
-                f"rank {self.src.offset + source} of cluster {self.src.cluster!r} "
+                f"rank {self.src.vranks[source]} of cluster {self.src.cluster!r} "
                 f"sent unknown control tag {tag}"
             )
 
@@ -241,10 +244,10 @@ class Relay(threading.Thread):
                 self._inflight_bytes += len(body)
 
     def _dst_local(self, dst: int, source: int) -> int:
-        local = dst - self.dst.offset
-        if not 0 <= local < self.dst.size:
+        local = self.dst.local_of.get(dst)
+        if local is None:
             raise ProtocolError(
-                f"rank {self.src.offset + source} of cluster {self.src.cluster!r} addressed "
+                f"rank {self.src.vranks[source]} of cluster {self.src.cluster!r} addressed "
                 f"rank {dst}, which is not in cluster {self.dst.cluster!r}"
             )
         return local
@@ -281,12 +284,9 @@ class Relay(threading.Thread):
     def _quick(self, src: int, in_tag: int, dst: int, out_tag: int, n: int) -> bool:
         """Rule 5: receive a one-chunk message and send it on now, if its data is here.
 
-        False if not done (the caller queues a transfer). A 2+2 Alltoall of 64 KiB blocks
-        relays eight such messages per call; as transfers, each took an Irecv, a Test on every
-        poll until it completed, an Isend and a Test on every poll until that did. Done here,
-        the forwarder's CPU time in polls that found nothing fell from 0.33 to 0.15 s over
-        the same stretch of an Alltoall loop (benchmarks/RESULTS.md, "One-chunk messages").
-        Call with the lock held.
+        False if not done (the caller queues a transfer). As a transfer, such a message would
+        cost an Irecv, a Test on every poll, an Isend and a Test again; collectives relay many
+        of them. Call with the lock held.
         """
         if self._transfers and self._transfers[-1].next == 0:
             return False  # an earlier transfer waits for a buffer: it goes first (Rule 2)

@@ -7,9 +7,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from mmpi import _rendezvous as R
-from mmpi._knobs import env_int
-from mmpi.errors import MMPIError
+from mmpi.wire import MMPIError
+from mmpi.wire import rendezvous as R
+from mmpi.wire.knobs import env_int
 
 
 def _default_mode() -> str:

@@ -16,30 +16,24 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from mmpi import _rendezvous as R
-from mmpi import protocol as P
-from mmpi._backoff import Backoff
-from mmpi._knobs import env_float, env_int
-from mmpi._topology import Layout
-from mmpi.errors import BridgeError, MMPIError
+from mmpi.wire import BridgeError, MMPIError
+from mmpi.wire import protocol as P
+from mmpi.wire import rendezvous as R
+from mmpi.wire.backoff import Backoff
+from mmpi.wire.knobs import env_float, env_int
+from mmpi.wire.layout import Layout
 
 from ._relay import Link, Relay
 
 DEFAULT_CHUNK = 1 << 20
 DEFAULT_EAGER_MAX = 32 << 10
-# Chunk buffers per direction, and at most this many per transfer. Small on purpose: a pool
-# that stays in cache. Measured with mmpi-bench on 2 cores, 4 MiB messages, three alternating
-# runs each: 16 buffers / 8 per transfer gave bw 2.9-4.8 GB/s, bibw 4.3-4.6, two concurrent
-# pairs 4.0-4.5; 4 / 2 gave bw 4.9-6.9, bibw 6.6-7.0, two pairs 5.5-5.9. (Messages of one
-# chunk, e.g. the leaders' 1 MiB allreduce exchange, do not depend on it.) Two transfers can
-# always move at once, as before; a receiver that does not drain holds at most DEFAULT_DEPTH.
+# Chunk buffers per direction, and at most this many per transfer: a small pool stays in
+# cache (docs/performance.md, "Forwarder chunk pool"). A receiver that does not drain holds at
+# most DEFAULT_DEPTH of them.
 DEFAULT_POOL = 4
 DEFAULT_DEPTH = 2
-# The pool while several pairs of ranks stream through one direction at once (one pair keeps
-# DEFAULT_POOL). 4+4 ranks, 4 concurrent pairs of 4 MiB streams, three alternating
-# mmpi-bench runs each: 3214 [3166-3414] MB/s aggregate against 2997 [2782-3430] with 4; in an
-# earlier try with 8 for every case, 3679 [3052-3709] against 2921 [1724-3138], but one
-# stream's bw fell (4716 against 5771 MB/s), hence one pool size per case. 1 MiB: the same.
+# The pool while several pairs of ranks stream through one direction at once: they need more
+# buffers in flight, one stream alone runs best with few.
 DEFAULT_POOL_MANY = 8  # MMPI_FWD_POOL_MANY
 # How the relay work is spread over threads (see Forwarder._serve).
 MODES = ("direction", "split", "single")
@@ -109,7 +103,7 @@ class Forwarder:
             if hello["size"] != size:
                 raise BridgeError(f"cluster {cluster!r} says it has {hello['size']} ranks, "
                                   f"the link has {size}")
-            return Link(cluster, ctrl, ctrl.Dup(), size, 0)
+            return Link(cluster, ctrl, ctrl.Dup(), size)
 
     def _hello(self, ctrl: MPI.Intercomm, cluster: str) -> dict:
         st = MPI.Status()
@@ -147,7 +141,7 @@ class Forwarder:
             MPI.Close_port(port)
         layout = Layout(self.links["low"].size, self.links["high"].size)
         for c, link in self.links.items():
-            link.offset = layout.offset(c)
+            link.place(layout.vranks(c))
             msg = P.encode_control(low=layout.low_size, high=layout.high_size,
                                    eager_max=self.eager_max, chunk=self.chunk)
             reqs = [link.ctrl.Isend([msg, MPI.BYTE], r, P.T_LAYOUT) for r in range(link.size)]
@@ -225,21 +219,9 @@ class Forwarder:
         # even after its send is done. (Seen as a forwarder stuck in Disconnect after a job.)
         MPI.Request.Waitall(pending)
 
-    # The relay modes, measured on 2 cores. An earlier session, 1+1 ranks, 4 alternating runs
-    # of mmpi-bench: a thread per direction 34 us [26-38] (8 B one way) / 6.7 GB/s (4 MiB) /
-    # 7.6 GB/s (both ways), one shared thread 25 us [23-35] / 7.5 / 7.2. The bare-mpi4py relay
-    # of benchmarks/floor shows the cause: 23-38 us one way with a thread per direction, 12-15
-    # us with one, i.e. the GIL handed between two polling threads. Hence "split", the
-    # default: one thread polls both directions and relays small and single-chunk messages
-    # (one poller, no GIL hand-overs), and each direction's multi-chunk transfers also get a
-    # mover thread, which sleeps while there are none. Five A/B series of 7-8 alternating
-    # mmpi-bench rounds each, split against direction, bridged medians: 64 KiB one way 60-73
-    # against 71-106 us, Barrier 93-116 against 116-139 us, 8 B Allreduce 137-153 against
-    # 167-226 us, 1 MiB Allreduce 1495-1873 against 1667-1986 us, 64 KiB Alltoall 436-468
-    # against 573-690 us, Bcast 1 MiB even (537-723 against 564-622 us); bidirectional 1 MiB
-    # streams lose (4474-6772 against 4742-7515 MB/s, worse in 3 of 4), as both directions'
-    # single-chunk messages share the poller. Waking the movers whenever both directions
-    # carry large messages won those back but lost 1 MiB Allreduce and 64 KiB Alltoall.
+    # Why "split" is the default: one thread polling both directions hands the GIL to nobody
+    # on small messages, and each direction's mover takes the multi-chunk streams
+    # (docs/performance.md, "Relay threads").
     def _serve(self, done) -> None:
         """Poll both directions from one thread until `done()` (movers alongside in split)."""
         busy = Backoff()
@@ -252,8 +234,7 @@ class Forwarder:
                 busy.reset()
                 quiet = 0
                 continue
-            # The end of the job is checked only every 32nd quiet round: checked on every
-            # one, it took 8-10% of this thread's samples in an 8 B ping-pong, more than
+            # The end of the job is checked only every 32nd quiet round: it costs more than
             # the probes themselves, and the job's end can wait 32 yields.
             quiet += 1
             if quiet % 32 == 0 and done():

@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from mmpi import _rendezvous
+from mmpi.wire import rendezvous as _rendezvous
 from mmpi.errors import MMPIError
 
 from . import config as _config

@@ -60,7 +60,7 @@ from types import MappingProxyType
 
 import yaml
 
-from mmpi._rendezvous import CLUSTERS
+from mmpi.wire.rendezvous import CLUSTERS
 from mmpi.errors import MMPIError
 
 from ._hosts import HostsError, parse_hostfile, slurm_hosts

@@ -1,6 +1,6 @@
 r"""Turn a job description into the exact mpiexec command lines and environments; no side effects.
 
-The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi/_rendezvous.py):
+The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi/wire/rendezvous.py):
 
 - forwarder i (``fwd<i>``), one per daemon over all zipper nodes, started first::
 
@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from mmpi import _rendezvous as rv
+from mmpi.wire import rendezvous as rv
 
 from . import _placement
 from ._hosts import Machine, detect_machine

@@ -8,9 +8,8 @@ Every other name (datatypes, ops, constants, ``Wtime``, ``Status``...) is mpi4py
 
 from __future__ import annotations
 
-from mpi4py import MPI as _native
-
 from . import _bootstrap
+from ._native import MPI as _native
 
 _world = _bootstrap.join()
 
@@ -19,6 +18,7 @@ if _world is None:
     Request = _native.Request
     BRIDGED = False
 else:
+    from .comm import Comm as _BridgedComm  # noqa: F401
     from .request import Request  # noqa: F401
 
     COMM_WORLD = _world

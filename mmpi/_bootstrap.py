@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import _rendezvous as R
-from . import protocol as P
-from ._knobs import env_int
 from .errors import BridgeError
+from .wire import protocol as P
+from .wire import rendezvous as R
+from .wire.knobs import env_int
 
 _engine = None
 
@@ -32,11 +32,12 @@ def join():
         raise BridgeError(f"{R.ENV_CLUSTER} must be 'low' or 'high', got {cluster!r}")
     timeout = float(os.environ.get(R.ENV_CONNECT_TIMEOUT, "60"))
 
-    from mpi4py import MPI
-
+    from . import request
+    from ._communicator import world as make_world
     from ._engine import Engine
-    from ._topology import Layout
+    from ._native import MPI
     from .comm import Comm
+    from .wire.layout import Layout
 
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
@@ -63,18 +64,19 @@ def join():
         chunk=min(b["chunk"] for b in layouts),
         stripe_min=env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),
     )
-    p2p, coll = engine.new_context(0), engine.new_context(1)
+    core = make_world(engine)
+    request.bind(engine)
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
     R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {engine.vrank}")
     atexit.register(finalize)
     _install_excepthook(world)
     _install_exit_hook(world, engine)
-    return Comm(engine, p2p, coll, "MMPI_COMM_WORLD")
+    return Comm(core, "MPI_COMM_WORLD")
 
 
 def _connect(world, path: Path, cluster: str, index: int, timeout: float):
     """Connect this cluster (collectively) to forwarder `index` and prove membership."""
-    from mpi4py import MPI
+    from ._native import MPI
 
     port = error = None
     if world.Get_rank() == 0:
@@ -97,9 +99,8 @@ def _connect(world, path: Path, cluster: str, index: int, timeout: float):
 
 def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
     """Poll (not block: blocking spins a core) for one control message from the forwarder."""
-    from mpi4py import MPI
-
-    from ._backoff import Backoff
+    from ._native import MPI
+    from .wire.backoff import Backoff
 
     st = MPI.Status()
     deadline = time.monotonic() + timeout
@@ -136,7 +137,7 @@ def _exit_without_mpi_finalize(local) -> None:
     leaves here instead: wait until the whole cluster is here, remove the MPICH shared-memory
     segments it maps (MPI_Finalize would have), flush, exit 0.
     """
-    from mpi4py import MPI
+    from ._native import MPI
 
     local.Barrier()
     with open("/proc/self/maps") as maps:

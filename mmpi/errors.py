@@ -23,6 +23,10 @@ class BufferError_(UsageError):
     """A buffer argument is unusable (not contiguous, read-only for a receive, unknown datatype)."""
 
 
+class NotBridged(MMPIError, NotImplementedError):
+    """The program called something the bridge does not provide (yet); the message names it."""
+
+
 class TruncationError(MMPIError):
     """A message arrived that is larger than the receive buffer (MPI_ERR_TRUNCATE)."""
 
@@ -53,6 +57,7 @@ __all__ = [
     "RankError",
     "TagError",
     "BufferError_",
+    "NotBridged",
     "TruncationError",
     "StateError",
     "RankGone",

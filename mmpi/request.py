@@ -1,282 +1,359 @@
-"""Request objects of the bridged world, with mpi4py's Wait/Test family (class methods too).
+"""Requests of the bridged world: mpi4py's `MPI.Request` API over bridged and native operations.
 
-A Request completes when the native MPI requests behind it have completed and, for a
-receive, once it has been matched. All waiting polls the progress engine with back-off.
+`Request` is what `MPI.Request` names under mmpi-run: a subclass of mpi4py's own, so a native
+request (from `COMM_SELF`, say) is still one (`isinstance` holds for both), `MPI.Request()` is
+the null request, and the class methods (`Waitall`, `Testany`, ...) take any mix of native and
+bridged requests. A `BridgedRequest` is one operation of the bridge (an `_op.Op`, or a
+non-blocking collective call); its handle is MPI_REQUEST_NULL, its methods are ours. Every
+wait polls the engine with back-off (see `_engine` Rule 1).
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from mpi4py import MPI
-
+from ._native import MPI
+from ._op import Op
 from .errors import MMPIError
 
-_TestAll = MPI.Request.Testall
+_native = MPI.Request
+_engine = None  # the rank's engine, set when the bridge is joined
 
 
-class Request:
-    """A non-blocking operation on the bridged world (mirrors mpi4py.MPI.Request)."""
+def bind(engine) -> None:
+    """Make waits on native requests poll `engine` too (bridged mode)."""
+    global _engine
+    _engine = engine
 
-    __slots__ = (
-        "_engine", "_natives", "_matched", "_done", "_finish", "_error", "_keep",
-        "source", "tag", "nbytes", "_obj", "_pickled", "_consumed", "_more", "_spare",
-        "_remote", "__weakref__",
-    )
 
-    def __init__(self, engine, *, matched: bool = True, pickled: bool = False) -> None:
-        self._engine = engine
-        self._natives: list[MPI.Request] = []
-        self._matched = matched
-        self._done = False
-        self._finish: Callable[[], None] | None = None
-        self._error: BaseException | None = None
-        self._keep = None  # keeps send buffers alive until the MPI sends complete
-        self.source = MPI.ANY_SOURCE
-        self.tag = MPI.ANY_TAG
-        self.nbytes = 0
-        self._obj = None
-        self._spare = None  # the engine's spare buffer under _obj, given back once read
-        self._pickled = pickled
-        self._consumed = False
-        self._more: Callable[[], bool] | None = None  # e.g. stripes still to arrive
-        self._remote = False  # a receive from the other cluster (see Engine.wait_for)
+class _RequestType(type):
+    # mpi4py's requests are instances of MPI.Request under mmpi too.
+    def __instancecheck__(cls, obj) -> bool:
+        if cls is Request:
+            return isinstance(obj, _native)
+        return type.__instancecheck__(cls, obj)
 
-    # -- engine side -------------------------------------------------------------------
-    def _start(self, natives, finish=None, more=None) -> None:
-        self._matched = True
-        self._natives = natives
-        self._finish = finish
-        self._more = more
 
-    def _fail(self, error: BaseException) -> None:
-        if self._error is None:
-            self._error = error
+def _wait_native(test) -> None:
+    if _engine is None:
+        while not test():
+            pass
+    else:
+        _engine.wait_for(test)
 
-    def _poll(self) -> bool:
-        """Advance this request without progressing the engine; True when complete."""
-        if self._done:
-            return True
-        if not self._matched:
-            return False
-        if self._more is not None and not self._more():
-            return False
-        if self._natives and not _TestAll(self._natives):
-            return False
-        self._natives = []
-        self._keep = None
-        if self._finish is not None:
-            finish, self._finish = self._finish, None
-            try:
-                finish()
-            except MMPIError as exc:
-                self._fail(exc)
-        self._done = True
-        return True
 
-    def _progressed(self, ready=None) -> bool:
-        """For a test: whether `ready()` holds (default: this request is done), see Engine.test."""
-        return self._engine.test(ready or self._poll)
+def _status_at(statuses, i: int):
+    return statuses[i] if statuses is not None and i < len(statuses) else None
 
-    def _fill(self, status) -> None:
-        if status is not None:
-            status.Set_source(self.source)
-            status.Set_tag(self.tag)
-            status.Set_elements(MPI.BYTE, self.nbytes)
-            status.Set_error(MPI.SUCCESS if self._error is None else MPI.ERR_OTHER)
 
-    def _result(self, status):
-        self._fill(status)
-        if self._error is not None and not self._consumed:
-            self._consumed = True
-            raise self._error
-        self._consumed = True
-        if self._pickled:
-            data, self._obj = self._obj, None
-            obj = None if data is None else pickle.loads(data)
-            self._release()
-            return obj
-        return None
+def _bridged(r) -> bool:
+    return type(r) is BridgedRequest
 
-    def _release(self) -> None:
-        """Give a spare receive buffer back to the engine (its bytes are no longer needed)."""
-        if self._spare is not None:
-            spare, self._spare = self._spare, None
-            self._engine._give_spare(spare)
 
-    # -- mpi4py API ----------------------------------------------------------------------
-    def Test(self, status: MPI.Status | None = None) -> bool:
-        """Test for the completion of this request."""
-        if not self._progressed():
-            return False
-        self._result(status)
-        return True
+class Request(_native, metaclass=_RequestType):
+    """A non-blocking operation: a native MPI request, or one of the bridge (mpi4py's API)."""
 
+    # -- one request, native: polite waits (instances made from a native request) -------
     def Wait(self, status: MPI.Status | None = None) -> bool:
         """Wait for this request to complete."""
-        self._engine.wait_for(self._poll, self._remote)
-        self._result(status)
+        _wait_native(lambda: _native.Test(self, status))
         return True
-
-    def Get_status(self, status: MPI.Status | None = None) -> bool:
-        """Non-destructive test for completion."""
-        if self._progressed():
-            self._fill(status)
-            return True
-        return False
-
-    def Free(self) -> None:
-        """Let the operation complete in the background (only sends make sense here)."""
-        self._engine.adopt(self)
-
-    def test(self, status: MPI.Status | None = None):
-        """Test for completion; return (flag, received object or None)."""
-        if not self._progressed():
-            return False, None
-        return True, self._result(status)
 
     def wait(self, status: MPI.Status | None = None):
         """Wait for completion; return the received object (None for sends)."""
-        self._engine.wait_for(self._poll, self._remote)
-        return self._result(status)
+        _wait_native(lambda: _native.Get_status(self))
+        return _native.wait(self, status)
+
+    # -- many requests, any mix ----------------------------------------------------------
+    @classmethod
+    def Waitall(cls, requests: Sequence, statuses: list | None = None) -> bool:
+        """Wait for all requests; raise the first error after all have completed."""
+        reqs = list(requests)
+        _wait_native(lambda: all([_done(r) for r in reqs]))
+        error = None
+        for i, r in enumerate(reqs):
+            try:
+                _finish(r, _status_at(statuses, i))
+            except (MMPIError, MPI.Exception) as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return True
+
+    @classmethod
+    def waitall(cls, requests: Sequence, statuses: list | None = None) -> list:
+        """Wait for all requests; return the list of received objects."""
+        reqs = list(requests)
+        _wait_native(lambda: all([_done(r) for r in reqs]))
+        return [_finish(r, _status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
+
+    @classmethod
+    def Testall(cls, requests: Sequence, statuses: list | None = None) -> bool:
+        """True (and all completed) if every request has completed, else False."""
+        reqs = list(requests)
+        if not _test(lambda: all([_done(r) for r in reqs])):
+            return False
+        return cls.Waitall(reqs, statuses)
+
+    @classmethod
+    def testall(cls, requests: Sequence, statuses: list | None = None):
+        """(flag, received objects or None)."""
+        reqs = list(requests)
+        if not _test(lambda: all([_done(r) for r in reqs])):
+            return False, None
+        return True, cls.waitall(reqs, statuses)
+
+    @classmethod
+    def _any(cls, requests: Sequence, wait: bool) -> int | None:
+        """Index of a completed active request; UNDEFINED if none is active; None if none done."""
+        reqs = list(requests)
+        if not any(_active(r) for r in reqs):
+            return MPI.UNDEFINED
+        found: list[int] = []
+
+        def ready() -> bool:
+            for i, r in enumerate(reqs):
+                if _active(r) and _done(r):
+                    found.append(i)
+                    return True
+            return False
+
+        if wait:
+            _wait_native(ready)
+        elif not _test(ready):
+            return None
+        return found[0]
+
+    @classmethod
+    def Waitany(cls, requests: Sequence, status: MPI.Status | None = None) -> int:
+        """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
+        i = cls._any(requests, True)
+        if i != MPI.UNDEFINED:
+            _finish(requests[i], status)
+        return i
+
+    @classmethod
+    def waitany(cls, requests: Sequence, status: MPI.Status | None = None):
+        """(index, object) of the first request to complete."""
+        i = cls._any(requests, True)
+        return (i, None) if i == MPI.UNDEFINED else (i, _finish(requests[i], status, obj=True))
+
+    @classmethod
+    def Testany(cls, requests: Sequence, status: MPI.Status | None = None):
+        """(index, flag): a completed request's index, or (UNDEFINED, flag)."""
+        i = cls._any(requests, False)
+        if i is None:
+            return MPI.UNDEFINED, False
+        if i == MPI.UNDEFINED:
+            return i, True
+        _finish(requests[i], status)
+        return i, True
+
+    @classmethod
+    def testany(cls, requests: Sequence, status: MPI.Status | None = None):
+        """(index, flag, object)."""
+        i = cls._any(requests, False)
+        if i is None:
+            return MPI.UNDEFINED, False, None
+        if i == MPI.UNDEFINED:
+            return i, True, None
+        return i, True, _finish(requests[i], status, obj=True)
+
+    @classmethod
+    def _some(cls, requests: Sequence, statuses, wait: bool, obj: bool):
+        reqs = list(requests)
+        if not any(_active(r) for r in reqs):
+            return None, None
+
+        def ready() -> bool:
+            return any(_active(r) and _done(r) for r in reqs)
+
+        if wait:
+            _wait_native(ready)
+        elif not _test(ready):
+            return [], []
+        done = [i for i, r in enumerate(reqs) if _active(r) and _done(r)]
+        out, error = [], None
+        for k, i in enumerate(done):
+            try:
+                out.append(_finish(reqs[i], _status_at(statuses, k), obj=obj))
+            except (MMPIError, MPI.Exception) as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return done, out
+
+    @classmethod
+    def Waitsome(cls, requests: Sequence, statuses: list | None = None):
+        """Wait until at least one completes; the indices of all completed ones."""
+        return cls._some(requests, statuses, True, False)[0]
+
+    @classmethod
+    def waitsome(cls, requests: Sequence, statuses: list | None = None):
+        """(indices, objects) of the completed requests, waiting for one at least."""
+        return cls._some(requests, statuses, True, True)
+
+    @classmethod
+    def Testsome(cls, requests: Sequence, statuses: list | None = None):
+        """The indices of the completed requests (None if none is active)."""
+        return cls._some(requests, statuses, False, False)[0]
+
+    @classmethod
+    def testsome(cls, requests: Sequence, statuses: list | None = None):
+        """(indices, objects) of the completed requests."""
+        return cls._some(requests, statuses, False, True)
+
+
+def _test(ready) -> bool:
+    if _engine is None:
+        return ready()
+    return _engine.test(ready)
+
+
+def _active(r) -> bool:
+    if r is None:
+        return False
+    if _bridged(r):
+        return not r._consumed
+    return _native.__bool__(r)
+
+
+def _done(r) -> bool:
+    """Whether `r` has completed (native: without completing it; None and inactive: yes)."""
+    if r is None:
+        return True
+    if _bridged(r):
+        return r._consumed or r._op.poll()
+    return _native.Get_status(r)
+
+
+def _finish(r, status, obj: bool = False):
+    """Complete a request known to be done: its status, its object (lowercase API)."""
+    if r is None:
+        return None
+    if _bridged(r):
+        return r._result(status)
+    if obj:
+        return _native.wait(r, status)
+    _native.Wait(r, status)
+    return None
+
+
+class BridgedRequest(Request):
+    """One operation of the bridge: a send, a receive, a non-blocking collective call."""
+
+    __slots__ = ("_op", "_pickled", "_consumed", "_value")
+
+    def __new__(cls, *args, **kwargs):
+        return _native.__new__(cls)
+
+    def __init__(self, op: Op, pickled: bool = False) -> None:
+        self._op = op
+        self._pickled = pickled  # a receive of a pickled object (lowercase API)
+        self._consumed = False
+        self._value = None  # a non-blocking collective's result
 
     def __bool__(self) -> bool:
         return not self._consumed
 
-    # -- collective completion ----------------------------------------------------------
-    @staticmethod
-    def _live(requests: Sequence[Request | None]) -> list[Request]:
-        return [r for r in requests if r is not None and not r._consumed]
+    def __eq__(self, other) -> bool:
+        if isinstance(other, BridgedRequest):
+            return other is self
+        if isinstance(other, _native):
+            return self._consumed and not _native.__bool__(other)
+        return NotImplemented
 
-    @classmethod
-    def Waitall(cls, requests: Sequence[Request], statuses: list | None = None) -> bool:
-        """Wait for all requests; raise the first error after all have completed."""
-        live = cls._live(requests)
-        if live:
-            live[0]._engine.wait_for(lambda: all([r._poll() for r in live]))
-        error = None
-        for i, r in enumerate(requests):
-            st = statuses[i] if statuses is not None and i < len(statuses) else None
-            if r is None or r._consumed:
-                continue
-            try:
-                r._result(st)
-            except MMPIError as exc:
-                error = error or exc
-        if error is not None:
-            raise error
-        return True
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
-    @classmethod
-    def waitall(cls, requests: Sequence[Request], statuses: list | None = None) -> list:
-        """Wait for all requests; return the list of received objects."""
-        live = cls._live(requests)
-        if live:
-            live[0]._engine.wait_for(lambda: all([r._poll() for r in live]))
-        out = []
-        for i, r in enumerate(requests):
-            st = statuses[i] if statuses is not None and i < len(statuses) else None
-            out.append(None if r is None or r._consumed else r._result(st))
-        return out
+    def __hash__(self) -> int:
+        return id(self)
 
-    @classmethod
-    def Testall(cls, requests: Sequence[Request], statuses: list | None = None) -> bool:
-        """True (and all results consumed) if every request has completed."""
-        live = cls._live(requests)
-        if live and not live[0]._progressed(lambda: all([r._poll() for r in live])):
-            return False
-        cls.Waitall(requests, statuses)
-        return True
+    def __repr__(self) -> str:
+        state = "done" if self._consumed else ("complete" if self._op.done else "active")
+        return f"<mmpi.BridgedRequest {state}>"
 
-    @classmethod
-    def testall(cls, requests: Sequence[Request], statuses: list | None = None):
-        """(flag, objects) for the lowercase API."""
-        live = cls._live(requests)
-        if live and not live[0]._progressed(lambda: all([r._poll() for r in live])):
-            return False, None
-        return True, cls.waitall(requests, statuses)
+    def _fill(self, status) -> None:
+        if status is not None:
+            op = self._op
+            status.Set_source(op.source)
+            status.Set_tag(op.tag)
+            status.Set_elements(MPI.BYTE, op.nbytes)
+            status.Set_error(MPI.SUCCESS if op.error is None else MPI.ERR_OTHER)
+            status.Set_cancelled(op.cancelled)
 
-    @classmethod
-    def _first_done(cls, requests) -> int | None:
-        for i, r in enumerate(requests):
-            if r is not None and not r._consumed and r._poll():
-                return i
-        return None
-
-    @classmethod
-    def _any_done(cls, requests, found: list[int]):
-        """A readiness check: whether any request has completed (its index into `found`)."""
-
-        def ready() -> bool:
-            i = cls._first_done(requests)
-            if i is not None:
-                found.append(i)
-            return i is not None
-
-        return ready
-
-    @classmethod
-    def _wait_any(cls, requests: Sequence[Request | None]) -> int:
-        """Index of the first request to complete (MPI.UNDEFINED if none is active)."""
-        live = cls._live(requests)
-        if not live:
-            return MPI.UNDEFINED
-        found: list[int] = []
-        live[0]._engine.wait_for(cls._any_done(requests, found))
-        return found[0]
-
-    @classmethod
-    def Waitany(cls, requests: Sequence[Request], status: MPI.Status | None = None) -> int:
-        """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
-        i = cls._wait_any(requests)
-        if i != MPI.UNDEFINED:
-            requests[i]._result(status)
-        return i
-
-    @classmethod
-    def waitany(cls, requests: Sequence[Request], status: MPI.Status | None = None):
-        """(index, object) of the first request to complete."""
-        i = cls._wait_any(requests)
-        return (i, None) if i == MPI.UNDEFINED else (i, requests[i]._result(status))
-
-    @classmethod
-    def Testany(cls, requests: Sequence[Request], status: MPI.Status | None = None):
-        """(index, flag): a completed request's index, or (UNDEFINED, False/True)."""
-        live = cls._live(requests)
-        if not live:
-            return MPI.UNDEFINED, True
-        found: list[int] = []
-        if not live[0]._progressed(cls._any_done(requests, found)):
-            return MPI.UNDEFINED, False
-        i = found[0]
-        requests[i]._result(status)
-        return i, True
-
-    @classmethod
-    def Waitsome(cls, requests: Sequence[Request], statuses: list | None = None):
-        """Wait until at least one completes; return the indices of all completed ones."""
-        live = cls._live(requests)
-        if not live:
+    def _result(self, status):
+        op = self._op
+        self._fill(status)
+        if self._consumed:
             return None
-        live[0]._engine.wait_for(lambda: cls._first_done(requests) is not None)
-        done = [i for i, r in enumerate(requests) if r is not None and not r._consumed
-                and r._poll()]
-        error = None
-        for k, i in enumerate(done):
-            st = statuses[k] if statuses is not None and k < len(statuses) else None
-            try:
-                requests[i]._result(st)
-            except MMPIError as exc:
-                error = error or exc
-        if error is not None:
-            raise error
-        return done
+        self._consumed = True
+        if op.error is not None:
+            raise op.error
+        if self._pickled:
+            data, op.obj = op.obj, None
+            value = None if data is None else pickle.loads(data)
+            op.release()
+            return value
+        return getattr(op, "result", None)
+
+    def _wait(self) -> None:
+        op = self._op
+        if not op.done and not self._consumed:
+            if _engine is None:
+                raise MMPIError("a bridged request outside a bridged job")
+            _engine.wait_for(op.poll, op.remote)
+
+    def Wait(self, status: MPI.Status | None = None) -> bool:
+        """Wait for this request to complete."""
+        self._wait()
+        self._result(status)
+        return True
+
+    def wait(self, status: MPI.Status | None = None):
+        """Wait for completion; return the received object (None for sends)."""
+        self._wait()
+        return self._result(status)
+
+    def Test(self, status: MPI.Status | None = None) -> bool:
+        """Test for the completion of this request."""
+        if not self._consumed and not _engine.test(self._op.poll):
+            return False
+        self._result(status)
+        return True
+
+    def test(self, status: MPI.Status | None = None):
+        """(flag, received object or None)."""
+        if not self._consumed and not _engine.test(self._op.poll):
+            return False, None
+        return True, self._result(status)
+
+    def Get_status(self, status: MPI.Status | None = None) -> bool:
+        """Non-destructive test for completion."""
+        if self._consumed or _engine.test(self._op.poll):
+            self._fill(status)
+            return True
+        return False
+
+    def get_status(self, status: MPI.Status | None = None) -> bool:
+        """Non-destructive test for completion (lowercase alias)."""
+        return self.Get_status(status)
+
+    def Free(self) -> None:
+        """Let the operation complete in the background."""
+        if not self._consumed:
+            _engine.p2p.adopt(self._op)
+            self._consumed = True
+
+    free = Free
+
+    def Cancel(self) -> None:
+        """Cancel a receive that has not been matched yet (sends cannot be cancelled here)."""
+        _engine.cancel(self._op)
+
+    cancel = Cancel
 
 
-def completed(engine, *, source: int = MPI.PROC_NULL, tag: int = MPI.ANY_TAG,
-              pickled: bool = False) -> Request:
-    """An already-complete request (PROC_NULL operations)."""
-    r = Request(engine, pickled=pickled)
-    r.source, r.tag, r._done = source, tag, True
-    return r
+__all__ = ["Request", "BridgedRequest", "bind"]

@@ -131,7 +131,7 @@ def test_killed_forwarder_ends_the_job_under_mmpi_run():
 @pytest.mark.parametrize("mode", ["kill-forwarder", "kill-forwarder-in-native-wait"])
 def test_ranks_detect_a_lost_forwarder_by_themselves(tmp_path, mode):
     """Three jobs started by hand (no mmpi-run watching): heartbeats must catch the loss."""
-    from mmpi._rendezvous import make_dir
+    from mmpi.wire.rendezvous import make_dir
 
     rdv = make_dir(str(tmp_path))
     marker = f"fault-{uuid.uuid4().hex[:10]}"

@@ -24,7 +24,7 @@ def _start(argv, env, **kw):
 
 def _manual_job(tmp_path, *, order, delays, prog_args, extra_env=None, before_clusters=None):
     """Start forwarder and clusters by hand in `order` with `delays`; return their outputs."""
-    from mmpi._rendezvous import make_dir
+    from mmpi.wire.rendezvous import make_dir
 
     rdv = make_dir(str(tmp_path))
     env = dict(os.environ, MMPI_RENDEZVOUS=str(rdv), **(extra_env or {}))
@@ -104,7 +104,7 @@ def test_fifty_startups_in_a_row():
 
 
 def test_rendezvous_is_private(tmp_path):
-    from mmpi._rendezvous import SECRET_FILE, make_dir, write_atomic
+    from mmpi.wire.rendezvous import SECRET_FILE, make_dir, write_atomic
 
     rdv = make_dir(str(tmp_path))
     assert stat.S_IMODE(rdv.stat().st_mode) == 0o700

@@ -1,8 +1,8 @@
-"""The back-off policy of every polling loop (mmpi/_backoff.py): yield first, then nap."""
+"""The back-off policy of every polling loop (mmpi/wire/backoff.py): yield first, then nap."""
 
 import time
 
-from mmpi._backoff import Backoff
+from mmpi.wire.backoff import Backoff
 
 
 def test_napping_only_after_the_yield_phase():

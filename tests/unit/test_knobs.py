@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mmpi._knobs import env_float, env_int
+from mmpi.wire.knobs import env_float, env_int
 from mmpi.errors import UsageError
 
 

@@ -11,7 +11,7 @@ from launch._hosts import Machine
 from launch.cli import main
 from launch.config import ConfigError, load, parse, with_overrides
 from launch.plan import CLUSTER, FORWARDER, PREPEND_PATTERN, Launch, Plan, make_plan
-from mmpi import _rendezvous as rv
+from mmpi.wire import rendezvous as rv
 
 PY = "/usr/bin/python3"
 DIR = "/tmp/mmpi-test"

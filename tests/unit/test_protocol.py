@@ -2,7 +2,7 @@
 
 import pytest
 
-from mmpi import protocol as P
+from mmpi.wire import protocol as P
 from mmpi.errors import ProtocolError
 
 

@@ -17,26 +17,26 @@ import time
 import numpy as np
 
 from mmpi import MPI
-from mmpi import protocol as P
+from mmpi.wire import protocol as P
 
 world = MPI.COMM_WORLD
 rank, size = world.Get_rank(), world.Get_size()
 rounds = int(sys.argv[1])
 
-engine = world._engine
+engine = world._core.engine
 kept = 0
-_on_forwarded = engine._on_forwarded
+_on_forwarded = engine.on_forwarded
 
 
-def spy(link, msg, tag, count):
+def spy(link, buf, tag):
     """Count the crossings that a drain (progress) picks up before anybody asks for them."""
     global kept
     if tag == P.T_COLL:
         kept += 1
-    return _on_forwarded(link, msg, tag, count)
+    return _on_forwarded(link, buf, tag)
 
 
-engine._on_forwarded = spy
+engine.on_forwarded = spy
 x = np.array([rank + 1.0, 2.0 * rank])
 want = [sum(range(1, size + 1)), 2.0 * sum(range(size))]
 y = np.empty(2)
@@ -91,5 +91,5 @@ for i in range(rounds):
     mixed = np.empty_like(blocks)
     world.Alltoall(blocks, mixed)
     assert (mixed == np.arange(size, dtype=float)[:, None]).all(), (i, mixed[:, 0])
-assert not any(engine._crossed.values()), engine._crossed
+assert not any(engine.crossings.kept.values()), engine.crossings.kept
 print(f"rank {rank}: ok, drains kept {kept} crossings", flush=True)

@@ -7,7 +7,7 @@ import time
 
 from mpi4py import MPI
 
-from mmpi import protocol as P
+from mmpi.wire import protocol as P
 
 port = open(sys.argv[1]).read()
 inter = MPI.COMM_WORLD.Connect(port, MPI.INFO_NULL, 0)

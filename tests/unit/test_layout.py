@@ -2,7 +2,7 @@
 
 import pytest
 
-from mmpi._topology import Layout, other
+from mmpi.wire.layout import Layout, other
 from mmpi.errors import RankError
 
 
@@ -13,7 +13,8 @@ def test_layout_maps_both_ways():
         ("low", 0), ("low", 1), ("high", 0), ("high", 1), ("high", 2)]
     for v in range(5):
         assert lay.vrank(*lay.locate(v)) == v
-    assert lay.offset("high") == 2 and lay.cluster_size("high") == 3
+    assert lay.vranks("high") == (2, 3, 4) and lay.cluster_size("high") == 3
+    assert lay.is_blocks
 
 
 @pytest.mark.parametrize("bad", [-1, 5, 100])
@@ -34,3 +35,18 @@ def test_empty_cluster_refused():
 
 def test_other():
     assert other("low") == "high" and other("high") == "low"
+
+
+def test_rank_map_places_any_rank_in_either_cluster():
+    lay = Layout.from_owners(["high", "low", "high", "low"])
+    assert (lay.low_size, lay.high_size) == (2, 2)
+    assert lay.vranks("low") == (1, 3) and lay.vranks("high") == (0, 2)
+    assert [lay.locate(v) for v in range(4)] == [
+        ("high", 0), ("low", 0), ("high", 1), ("low", 1)]
+    assert not lay.is_blocks
+    assert lay == Layout.from_owners(("high", "low", "high", "low"))
+
+
+def test_rank_map_with_an_unknown_cluster_is_refused():
+    with pytest.raises(ValueError, match="unknown cluster 'middle'"):
+        Layout.from_owners(["low", "middle"])

@@ -12,13 +12,13 @@ import secrets
 import time
 from pathlib import Path
 
+from .layout import CLUSTERS
+
 # Environment variables set by mmpi-run.
 ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # path of the job's rendezvous directory
 ENV_CLUSTER = "MMPI_CLUSTER"  # "low" or "high" for cluster jobs
 ENV_CONNECT_TIMEOUT = "MMPI_CONNECT_TIMEOUT"  # seconds to wait for the forwarder at start-up
 ENV_FORWARDERS = "MMPI_FORWARDERS"  # number of forwarders in the job (default 1)
-
-CLUSTERS = ("low", "high")
 
 SECRET_FILE = "secret"  # written by mmpi-run before anything starts
 

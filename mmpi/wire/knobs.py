@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 def _read(name: str, convert, what: str):

@@ -1,14 +1,12 @@
 """Waiting without burning a core: poll and yield the CPU, then sleep with growing naps.
 
 Every thread blocked inside an MPI call spins a full core on this MPICH, and a bridged job runs
-more processes than a small machine has cores, so nothing in mmpi blocks inside MPI: waits poll
-with non-blocking calls and back off with this policy. Measured on 2 cores (1+1 ranks and a
-forwarder, 8 B ping-pong): pure spinning gave 6400 us one-way (spinners hold their core for a
-whole scheduler slice, and the forwarder's two threads hand the GIL over only every 5 ms);
-sleeping at once gave 2700 us (timer granularity); yielding on every empty poll gave 35-43 us.
-So the default is: no pure spin, sched_yield for a few milliseconds of quiet, then naps.
-Tunable for benchmarks: MMPI_SPIN_US (busy polling after the last progress), MMPI_YIELD_US
-(then sched_yield), MMPI_MAX_SLEEP_US (cap of the exponentially growing naps after that).
+more processes than a small machine has cores, so no process of a job blocks inside MPI: waits
+poll with non-blocking calls and back off with this policy. Pure spinning starves the forwarder
+and sleeping at once costs a timer tick, so the default is: sched_yield for a few milliseconds
+of quiet, then naps (docs/performance.md, "Waiting policy"). Tunable: MMPI_SPIN_US (busy
+polling after the last progress), MMPI_YIELD_US (then sched_yield), MMPI_MAX_SLEEP_US (cap of
+the exponentially growing naps after that).
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from ._knobs import env_float
+from .knobs import env_float
 
 _now = time.perf_counter
 yield_cpu = getattr(os, "sched_yield", lambda: time.sleep(0))

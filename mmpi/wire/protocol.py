@@ -25,7 +25,7 @@ import json
 import struct
 from typing import NamedTuple
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
 
 VERSION = 1
 

@@ -1,0 +1,134 @@
+"""What every family of collectives shares: internal tags, ops, size checks, native helpers.
+
+Rule 1: all ranks of a cluster issue the same native collectives in the same order, and the
+        two leaders (or pairs of ranks) exchange internal messages on the communicator's
+        collective context with a tag per collective kind, so consecutive collectives can
+        never be confused.
+Rule 2: cross-cluster reductions combine in rank order (the first block's partial op the
+        second's) on both sides, so allreduce results are bit-identical on every rank; for
+        commutative ops this is done in place, needing only one extra buffer.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .._buffers import Typed
+from .._crossing import Coll
+from .._native import MPI
+from ..errors import UsageError
+
+IN_PLACE = MPI.IN_PLACE
+BYTE = MPI.BYTE
+I64 = MPI.INT64_T
+
+# Internal tags, one per collective kind (Rule 1).
+T_BARRIER, T_BCAST, T_REDUCE, T_ALLREDUCE, T_ALLTOALL, T_ALLTOALLV = 1, 2, 3, 4, 5, 6
+T_GATHER, T_GATHERV, T_SCATTER, T_SCATTERV, T_ALLGATHER, T_ALLGATHERV = 7, 8, 9, 10, 11, 12
+T_RSB, T_SCAN, T_OBJ_REST = 13, 14, 16
+# the pickle forms' own (a crossing of one is never taken for another's)
+T_BCAST_OBJ, T_REDUCE_OBJ, T_ALLREDUCE_OBJ, T_GATHER_OBJ = 17, 18, 19, 20
+T_SCATTER_OBJ, T_ALLGATHER_OBJ, T_ALLTOALL_OBJ = 21, 22, 23
+T_ALLTOALLV_BLOCK = 24  # Alltoallv's large blocks, straight to their ranks
+T_GENERIC = 25  # the generic algorithms' messages (see generic.py)
+
+# mpi4py's predefined reduction ops live as long as the module, so their ids are never
+# reused: the common case is one set lookup. All of them are commutative.
+PREDEFINED_OPS = frozenset(
+    id(getattr(MPI, name)) for name in ("SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR",
+                                        "BOR", "LXOR", "BXOR", "MAXLOC", "MINLOC"))
+
+
+def check_op(op, name: str) -> MPI.Op:
+    """`op` if it is a usable MPI.Op, else a UsageError naming the call."""
+    if id(op) in PREDEFINED_OPS:
+        return op
+    if not isinstance(op, MPI.Op) or op == MPI.OP_NULL:
+        raise UsageError(f"{name}: expected an MPI.Op such as MPI.SUM, got {op!r}")
+    return op
+
+
+def commutes(op: MPI.Op) -> bool:
+    """Whether `op` is commutative (predefined ops are)."""
+    return id(op) in PREDEFINED_OPS or op.Is_commutative()
+
+
+def combine(op: MPI.Op, mine: Typed, theirs: memoryview, mine_first: bool) -> None:
+    """Set mine := first op second, where `theirs` is the other cluster's partial (Rule 2)."""
+    tspec = mine.like(theirs)
+    if not mine_first or commutes(op):
+        op.Reduce_local(tspec, mine.spec)  # theirs op mine
+    else:
+        op.Reduce_local(mine.spec, tspec)  # mine op theirs, into theirs ...
+        mine.view[:] = theirs  # ... then back: non-commutative ops only
+
+
+def same_size(c: Coll, what: str, mine: int, theirs: int) -> None:
+    """A UsageError if the two clusters disagree on a size."""
+    if mine != theirs:
+        here = c.engine.cluster
+        there = "high" if here == "low" else "low"
+        raise UsageError(
+            f"{c.name}: mismatched arguments: rank {c.rank} ({here} cluster) has {mine} bytes "
+            f"of {what}, the {there} cluster has {theirs}"
+        )
+
+
+def displs(sizes) -> list[int]:
+    """Where each of consecutive blocks of `sizes` starts."""
+    return list(itertools.accumulate(sizes[:-1], initial=0)) if len(sizes) else []
+
+
+def pack(c: Coll, slot: int, blocks: list) -> memoryview:
+    """Concatenate byte blocks into scratch buffer `slot`."""
+    out = c.tmp(slot, sum(len(b) for b in blocks))
+    pos = 0
+    for b in blocks:
+        out[pos:pos + len(b)] = b
+        pos += len(b)
+    return out
+
+
+# From this size up, a native reduce goes through reduce-scatter to one rank: MPICH's own
+# Ireduce is much slower for large buffers here (docs/performance.md, "Native reduce through
+# reduce-scatter").
+REDUCE_VIA_RS = 16 << 10
+NOTHING = memoryview(bytearray(0))
+
+
+def ireduce(c: Coll, send, recv, op: MPI.Op, root: int, like: Typed) -> MPI.Request:
+    """Native reduce inside the cluster to local rank `root` (recv: its spec, else None).
+
+    `send` may be IN_PLACE at the root; `like` describes the full-size buffer.
+    """
+    if like.nbytes < REDUCE_VIA_RS:
+        return c.local.Ireduce(send, recv, op, root)
+    counts = [0] * c.nmine
+    counts[root] = like.count
+    if c.lrank != root:
+        recv = like.like(NOTHING)
+    elif send is IN_PLACE:
+        # MPICH's in-place reduce_scatter copies the result onto itself here (and asserts).
+        tmp = c.tmp(2, like.nbytes)
+        tmp[:] = like.view
+        send = like.like(tmp)
+    return c.local.Ireduce_scatter(send, recv, counts, op)
+
+
+def sized_blocks(c: Coll, msg: memoryview, k: int,
+                 carried=None) -> tuple[list[int], list[int], memoryview]:
+    """Split a message of k int64 block sizes followed by the blocks: (sizes, carried, blocks).
+
+    `carried(sizes)`, if given, gives the sizes of the blocks the message holds (others went
+    another way); else it holds them all.
+    """
+    head = 8 * k
+    sizes = np.frombuffer(msg[:head], np.int64).tolist() if len(msg) >= head else [0] * k
+    held = carried(sizes) if carried else sizes
+    data = msg[head:]
+    if len(msg) < head or sum(held) != len(data):
+        raise UsageError(f"{c.name}: mismatched arguments: rank {c.rank} received {len(msg)} "
+                         f"bytes that do not hold {k} block sizes and their blocks")
+    return sizes, held, data

@@ -1,0 +1,92 @@
+"""Running a collective call's steps: to the end at once (blocking), or a little on every poll.
+
+Rule: on one communicator, collective calls run one after the other, in call order, on every
+rank: a non-blocking call starts its steps only once the calls before it have completed, and
+a blocking call first completes those. Every rank then issues the same native collectives in
+the same order on the cluster's native communicator (MPI requires it), and crossings come in
+call order (`_crossing` Rule 1). Calls on different communicators overlap freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+from .._op import PENDING, Op
+
+if TYPE_CHECKING:
+    from .._communicator import Core
+
+
+def blocking(core: Core, name: str, steps: Generator):
+    """Run a collective call's `steps` on `core` to the end; return their result."""
+    if core.pending:
+        core.flush()
+    c = core.start(name)
+    e = core.engine
+    e.enter(core)
+    try:
+        wait = c.wait
+        try:
+            w = steps.send(None)
+            while True:
+                w = steps.send(wait(w))
+        except StopIteration as stop:
+            result = stop.value
+    finally:
+        e.leave()
+    core.calls += 1
+    return result
+
+
+class Pending(Op):
+    """A non-blocking collective call in flight: an operation whose `poll` runs its steps."""
+
+    __slots__ = ("core", "name", "steps", "waiting", "started", "result")
+
+    def __init__(self, core: Core, name: str, steps: Generator) -> None:
+        super().__init__()
+        self.core, self.name, self.steps = core, name, steps
+        self.waiting = None  # what the current step waits for
+        self.started = False
+        self.result = None
+
+    def poll(self) -> bool:
+        if self.done:
+            return True
+        self.core.advance()
+        return self.done
+
+    def step(self) -> bool:
+        """Advance as far as possible without waiting; True if anything moved."""
+        core = self.core
+        moved = False
+        try:
+            if not self.started:
+                self.started = True
+                c = core.start(self.name)
+                self.waiting = self.steps.send(None)
+                moved = True
+            else:
+                c = core.collective
+            if core.engine.gone:
+                error = core.engine.collective_gone(core, core.calls, self.name)
+                if error is not None:
+                    raise error
+            while True:
+                got = c.ready(self.waiting)
+                if got is PENDING:
+                    return moved
+                moved = True
+                self.waiting = self.steps.send(got)
+        except StopIteration as stop:
+            self.result = stop.value
+            self.done = True
+            core.calls += 1
+        except Exception as exc:  # noqa: BLE001 - the call's error, raised at its Wait
+            self.fail(exc)
+            self.done = True
+        return True
+
+
+__all__ = ["blocking", "Pending"]

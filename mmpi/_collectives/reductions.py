@@ -1,0 +1,246 @@
+"""Barrier and the reductions to all: Allreduce, Reduce_scatter_block, Reduce_scatter, Scan, Exscan.
+
+The leaders' scheme: a native reduce per cluster, the leaders swap their partials (one
+crossing each way) and combine them in rank order, a native bcast per cluster. A large
+Allreduce crosses in shares between pairs of ranks instead (see rooted.SPLIT).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._buffers import Typed, as_typed, plain_pair
+from .._crossing import Coll
+from .._native import MPI
+from ..errors import BufferError_
+from ._base import (
+    BYTE,
+    IN_PLACE,
+    PREDEFINED_OPS,
+    REDUCE_VIA_RS,
+    T_ALLREDUCE,
+    T_BARRIER,
+    T_RSB,
+    T_SCAN,
+    check_op,
+    combine,
+    ireduce,
+    same_size,
+)
+from .rooted import shares, ways
+
+
+def barrier(c: Coll):
+    """Tight: native barrier per cluster, the leaders' token exchange, native barrier again."""
+    yield c.local.Ibarrier()
+    if c.leader:
+        yield c.xswap(b"", T_BARRIER)
+    yield c.local.Ibarrier()
+
+
+# -- allreduce --------------------------------------------------------------------------------
+def allreduce(c: Coll, sendbuf, recvbuf, op):
+    if id(op) in PREDEFINED_OPS:
+        dt = plain_pair(sendbuf, recvbuf)
+        if dt is not None and recvbuf.nbytes < REDUCE_VIA_RS and c.small(recvbuf.nbytes):
+            return _allreduce_plain(c, sendbuf, recvbuf, op, dt)
+    op = check_op(op, "Allreduce")
+    rb = as_typed(recvbuf, writable=True, op="Allreduce")
+    sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Allreduce")
+    if sb is not None and sb.nbytes != rb.nbytes:
+        raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
+                           f"receive buffer {rb.nbytes}")
+    k = ways(c, rb.nbytes)
+    if k:
+        return _allreduce_split(c, sb, rb, op, k)
+    return _allreduce(c, sb, rb, op)
+
+
+def _allreduce(c: Coll, sb: Typed | None, rb: Typed, op):
+    if c.leader:
+        yield ireduce(c, IN_PLACE if sb is None else sb.spec, rb.spec, op, 0, rb)
+        if c.small(rb.nbytes):
+            theirs = yield c.xswap(rb.view, T_ALLREDUCE)
+        else:
+            theirs = c.tmp(1, rb.nbytes + 1)  # one spare byte: a larger partial is caught
+            r = c.recv(theirs, c.peer, T_ALLREDUCE)
+            yield (r, c.send(rb.view, c.peer, T_ALLREDUCE))
+            theirs = theirs[:r.nbytes]
+        same_size(c, "data", rb.nbytes, len(theirs))
+        combine(op, rb, theirs, c.first)
+    else:
+        yield ireduce(c, rb.spec if sb is None else sb.spec, None, op, 0, rb)
+    yield c.local.Ibcast(rb.spec, 0)
+
+
+def _allreduce_plain(c: Coll, sendbuf, recvbuf: np.ndarray, op: MPI.Op, dt: MPI.Datatype):
+    """The leaders' scheme for plain numpy arrays (`plain_pair`), small, predefined op.
+
+    The arrays go to mpi4py as they are, without the general argument handling: each
+    microsecond of a small call's Python costs several on shared cores (docs/performance.md,
+    "Small collectives").
+    """
+    mine = [recvbuf, dt]
+    if c.leader:
+        yield c.local.Ireduce(IN_PLACE if sendbuf is IN_PLACE else [sendbuf, dt], mine, op, 0)
+        theirs = yield c.xswap(recvbuf, T_ALLREDUCE)
+        same_size(c, "data", recvbuf.nbytes, len(theirs))
+        op.Reduce_local([theirs, dt], mine)  # theirs op mine: predefined ops commute
+    else:
+        yield c.local.Ireduce(mine if sendbuf is IN_PLACE else [sendbuf, dt], None, op, 0)
+    yield c.local.Ibcast(mine, 0)
+
+
+def _allreduce_split(c: Coll, sb: Typed | None, rb: Typed, op, k: int):
+    """Allreduce of a large buffer through k pairs of ranks, one share of it each.
+
+    Local rank i < k of each cluster gets share i reduced within its cluster, swaps it with
+    local rank i of the other cluster and combines in rank order; an in-place allgather then
+    gives every rank every share.
+    """
+    ext = rb.extent
+    counts, where = shares(rb.count, k, c.nmine)
+    off, nb = where[c.lrank] * ext, counts[c.lrank] * ext
+    share = Typed(rb.view[off:off + nb], counts[c.lrank], rb.dt, ext)
+    if sb is None:  # in place: the input is rb, and this rank's share of rb is the output
+        tmp = c.tmp(2, rb.nbytes)
+        tmp[:] = rb.view
+        send = rb.like(tmp)
+    else:
+        send = sb.spec
+    yield c.local.Ireduce_scatter(send, share.spec, counts, op)
+    if c.lrank < k:
+        peer = c.theirs[c.lrank]
+        theirs = c.tmp(1, nb + 1)  # one spare byte: a larger share is caught below
+        r = c.recv(theirs, peer, T_ALLREDUCE)
+        yield (r, c.send(share.view, peer, T_ALLREDUCE))
+        same_size(c, f"data in share {c.lrank} of {k}", nb, r.nbytes)
+        combine(op, share, theirs[:nb], c.first)
+    yield c.local.Iallgatherv(IN_PLACE, [rb.view, counts, where, rb.dt])
+
+
+# -- reduce_scatter ---------------------------------------------------------------------------
+def reduce_scatter_block(c: Coll, sendbuf, recvbuf, op):
+    op = check_op(op, "Reduce_scatter_block")
+    rb = as_typed(recvbuf, writable=True, op="Reduce_scatter_block")
+    if sendbuf is IN_PLACE:
+        if rb.count % c.size:
+            raise BufferError_("Reduce_scatter_block: with IN_PLACE the receive buffer must "
+                               f"hold {c.size} equal blocks")
+        sb, blk = rb, rb.nbytes // c.size
+        out = rb.view[:blk]
+    else:
+        sb = as_typed(sendbuf, writable=False, op="Reduce_scatter_block")
+        blk = rb.nbytes
+        out = rb.view
+        if sb.nbytes != blk * c.size:
+            raise BufferError_(
+                f"Reduce_scatter_block on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
+                f"expected {c.size} blocks of the receive buffer's {blk}"
+            )
+    return _reduce_scatter(c, sb, [blk] * c.size, out, op)
+
+
+def reduce_scatter(c: Coll, sendbuf, recvbuf, recvcounts, op):
+    """Reduce, then scatter blocks of `recvcounts[i]` elements to rank i."""
+    op = check_op(op, "Reduce_scatter")
+    rb = as_typed(recvbuf, writable=True, op="Reduce_scatter")
+    counts = [int(n) for n in recvcounts] if recvcounts is not None else None
+    if counts is None or len(counts) != c.size or any(n < 0 for n in counts):
+        raise BufferError_(f"Reduce_scatter on rank {c.rank}: expected {c.size} receive "
+                           f"counts >= 0, got {recvcounts!r}")
+    sb = rb if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Reduce_scatter")
+    ext = sb.extent
+    if sb.count < sum(counts):
+        raise BufferError_(f"Reduce_scatter on rank {c.rank}: send buffer holds {sb.count} "
+                           f"elements, the counts add up to {sum(counts)}")
+    out = rb.view[:counts[c.rank] * ext] if sendbuf is IN_PLACE else rb.view
+    if len(out) < counts[c.rank] * ext:
+        raise BufferError_(f"Reduce_scatter on rank {c.rank}: receive buffer holds "
+                           f"{len(out)} bytes, its block {counts[c.rank] * ext}")
+    sb = Typed(sb.view[:sum(counts) * ext], sum(counts), sb.dt, ext)
+    return _reduce_scatter(c, sb, [n * ext for n in counts], out[:counts[c.rank] * ext], op)
+
+
+def _reduce_scatter(c: Coll, sb: Typed, sizes: list[int], out, op):
+    """The whole reduction at the leaders (swapping the other cluster's blocks), then a
+    native scatter of this cluster's blocks; `sizes` are the blocks' bytes by rank."""
+    starts = [0]
+    for n in sizes:
+        starts.append(starts[-1] + n)
+    full = c.tmp(0, sb.nbytes) if c.leader else None
+    yield ireduce(c, sb.spec, sb.like(full) if c.leader else None, op, 0, sb)
+    mine_sizes = [sizes[r] for r in c.mine]
+    if c.leader:
+        theirs_part = _blocks(full, starts, c.theirs)
+        mine_part = _blocks(full, starts, c.mine)
+        outgoing = c.tmp(3, sum(len(b) for b in theirs_part))
+        _join(theirs_part, outgoing)
+        mine = Typed(c.tmp(4, sum(mine_sizes)), sum(mine_sizes) // sb.extent, sb.dt, sb.extent)
+        _join(mine_part, mine.view)
+        theirs = c.tmp(1, len(mine.view))
+        n = yield from c.swap(outgoing, theirs, T_RSB)
+        same_size(c, "data for it", len(theirs), n)
+        combine(op, mine, theirs, c.first)
+        yield c.local.Iscatterv([mine.view, (mine_sizes, None), BYTE], [out, BYTE], 0)
+    else:
+        yield c.local.Iscatterv(None, [out, BYTE], 0)
+
+
+def _blocks(full, starts, ranks) -> list:
+    return [full[starts[r]:starts[r + 1]] for r in ranks]
+
+
+def _join(blocks, into) -> None:
+    pos = 0
+    for b in blocks:
+        into[pos:pos + len(b)] = b
+        pos += len(b)
+
+
+# -- scan / exscan ----------------------------------------------------------------------------
+def scan(c: Coll, sendbuf, recvbuf, op, exclusive: bool):
+    name = "Exscan" if exclusive else "Scan"
+    op = check_op(op, name)
+    rb = as_typed(recvbuf, writable=True, op=name)
+    sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op=name)
+    if sb is not None and sb.nbytes != rb.nbytes:
+        raise BufferError_(f"{name} on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
+                           f"receive buffer {rb.nbytes}")
+    return _scan(c, sb, rb, op, exclusive)
+
+
+def _scan(c: Coll, sb: Typed | None, rb: Typed, op, exclusive: bool):
+    """Prefix reduction, first block then second: the first cluster's total crosses once."""
+    data = rb if sb is None else sb
+    if c.first:
+        if exclusive:
+            # The first cluster's total goes to the second: an inclusive scan gives it.
+            incl = c.tmp(0, rb.nbytes)
+            yield c.local.Iscan(data.spec, rb.like(incl), op)
+            yield c.local.Iexscan(IN_PLACE if sb is None else sb.spec, rb.spec, op)
+            last = incl
+        else:
+            yield c.local.Iscan(IN_PLACE if sb is None else sb.spec, rb.spec, op)
+            last = rb.view
+        if c.lrank == c.nmine - 1:
+            yield c.cross(last, c.theirs[0], T_SCAN)
+        return
+    total = c.tmp(1, rb.nbytes)
+    if c.leader:
+        n = yield from c.take(total, c.obase + c.nother - 1, T_SCAN)
+        same_size(c, "data", len(total), n)
+    if exclusive:
+        part = c.tmp(2, rb.nbytes)
+        yield c.local.Iexscan(data.spec, rb.like(part), op)
+    else:
+        yield c.local.Iscan(IN_PLACE if sb is None else sb.spec, rb.spec, op)
+    yield c.local.Ibcast([total, BYTE], 0)
+    if exclusive:
+        if c.leader:
+            rb.view[:] = total
+        else:
+            op.Reduce_local(rb.like(total), rb.like(part))
+            rb.view[:] = part
+    else:
+        op.Reduce_local(rb.like(total), rb.spec)  # first total op my prefix

@@ -1,0 +1,122 @@
+"""A communicator as the engine and the collectives see it: a group of world ranks and contexts.
+
+`COMM_WORLD` is the first one; every communicator made from it (see `_create`) is another
+`Core` over the same engine, with contexts of its own. The public classes in `comm.py` hold a
+Core and check arguments; everything below them works in the communicator's ranks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+
+from ._collectives._run import blocking
+from ._context import Context
+from ._crossing import Coll
+from ._engine import Engine
+
+
+def _consecutive(ranks: tuple[int, ...]) -> bool:
+    return not ranks or ranks[-1] - ranks[0] == len(ranks) - 1
+
+
+class Core:
+    """One communicator on this rank: its members, this rank, its two contexts, its calls."""
+
+    def __init__(self, engine: Engine, members: tuple[int, ...], rank: int, p2p: Context,
+                 coll: Context) -> None:
+        self.engine = engine
+        self.members = members  # world rank of each rank
+        self.rank = rank
+        self.size = len(members)
+        self.p2p = p2p  # the user's point-to-point messages
+        self.coll = coll  # the collectives' own messages
+        self.mine = coll.from_local  # the ranks in this cluster, by native rank (ascending)
+        self.theirs = tuple(r for r in range(self.size) if coll.local_of[r] < 0)
+        self.contiguous = _consecutive(self.mine) and _consecutive(self.theirs)
+        self.calls = 0  # collective calls completed on this communicator
+        self.call_name = ""  # the collective call in progress, for errors
+        self.pending: deque = deque()  # non-blocking collective calls, in call order
+        self._collective: Coll | None = None
+        self.freed = False
+        engine.communicators.append(self)
+
+    @property
+    def spans(self) -> bool:
+        """Whether both clusters have ranks in this communicator."""
+        return bool(self.theirs)
+
+    @property
+    def collective(self) -> Coll:
+        """The collectives' view of this communicator (made on first use)."""
+        c = self._collective
+        if c is None:
+            c = self._collective = Coll(self)
+        return c
+
+    def start(self, name: str) -> Coll:
+        """A collective call `name` starts its steps now."""
+        c = self.collective
+        c.name = self.call_name = name
+        c.call = self.calls
+        return c
+
+    # -- non-blocking collective calls (see _collectives._run) ---------------------------
+    def submit(self, pending) -> None:
+        """Queue a non-blocking collective call; it runs once those before it have."""
+        self.pending.append(pending)
+        if len(self.pending) == 1:
+            self.engine.background.append(self.advance)
+        self.advance()
+
+    def advance(self) -> bool:
+        """Run the queued calls as far as they go without waiting; True if any moved."""
+        moved = False
+        while self.pending:
+            head = self.pending[0]
+            if head.step():
+                moved = True
+            if not head.done:
+                break
+            self.pending.popleft()
+        if not self.pending and self.advance in self.engine.background:
+            self.engine.background.remove(self.advance)
+        return moved
+
+    def flush(self) -> None:
+        """Complete every queued non-blocking call (a blocking one is about to run)."""
+        while self.pending:
+            last = self.pending[-1]
+            self.engine.wait_for(last.poll)
+
+    def run(self, name: str, steps: Generator):
+        """Run a blocking collective call's steps to the end (see _collectives._run)."""
+        return blocking(self, name, steps)
+
+    # -- freeing -------------------------------------------------------------------------
+    def free(self) -> None:
+        """Stop receiving on this communicator's contexts and release its native ones."""
+        if self.freed:
+            return
+        self.freed = True
+        if self in self.engine.communicators:
+            self.engine.communicators.remove(self)
+        for ctx in (self.p2p, self.coll):
+            self.engine.unregister(ctx)
+            if not self.engine.finalized:
+                ctx.comm.Free()
+
+
+def world(engine: Engine) -> Core:
+    """The bridged COMM_WORLD: every world rank, contexts 0 (point-to-point) and 1."""
+    lay = engine.layout
+    members = tuple(range(lay.size))
+    here = lay.vranks(engine.cluster)
+    p2p = Context(0, engine.local.Dup(), members, here)
+    coll = Context(1, engine.local.Dup(), members, here)
+    engine.register(p2p)
+    engine.register(coll)
+    return Core(engine, members, engine.vrank, p2p, coll)
+
+
+__all__ = ["Core", "world"]

@@ -1,0 +1,42 @@
+"""A communication context: where one communicator's messages of one kind are matched.
+
+Each communicator has two, one for its user's point-to-point messages and one for the
+messages its collectives make, so the two can never be confused. A context knows its wire id
+(the envelope's `context` field), the native communicator its same-cluster messages travel on,
+its matching queues, and how to translate between the communicator's ranks, the native
+communicator's ranks and virtual (world) ranks.
+"""
+
+from __future__ import annotations
+
+from ._matching import MatchQueues
+from ._native import MPI
+
+
+class Context:
+    """One context of one communicator on this rank."""
+
+    __slots__ = ("id", "comm", "queues", "world_of", "local_of", "from_local", "from_world")
+
+    def __init__(self, cid: int, comm: MPI.Intracomm, members: tuple[int, ...],
+                 here: tuple[int, ...]) -> None:
+        """Context `cid` of the communicator of `members` (world ranks by rank).
+
+        `comm` holds `here`, the communicator's ranks in this cluster, by native rank.
+        """
+        self.id = cid
+        self.comm = comm
+        self.queues = MatchQueues()
+        self.world_of = members  # rank -> world rank (envelopes carry world ranks)
+        local = [-1] * len(members)
+        for i, r in enumerate(here):
+            local[r] = i
+        self.local_of = tuple(local)  # rank -> native rank in `comm`, -1 in the other cluster
+        self.from_local = here  # native rank -> rank
+        self.from_world = {w: r for r, w in enumerate(members)}  # world rank -> rank
+
+    def __repr__(self) -> str:
+        return f"<Context {self.id} of {len(self.world_of)} ranks>"
+
+
+__all__ = ["Context"]

@@ -1,0 +1,519 @@
+"""The collective transport: small crossings outside MPI matching, and the leaders' exchange.
+
+Every cluster-aware collective (see `_collectives`) runs the native collective inside each
+cluster and moves what must cross the zipper between one contact rank per cluster (the root,
+or the cluster's first rank in the communicator: its "leader"). This module is how it moves.
+
+Rule 1: a crossing of at most the eager size (protocol T_COLL) bypasses the point-to-point
+        matcher: the rank that needs one polls its forwarder link for that tag alone and
+        takes it as it comes, in order per (context, sender); other waits that meet one keep
+        it for later (`Crossings.keep`). Every rank makes the same collective calls in the
+        same order on a communicator, so nothing needs matching; each crossing carries its
+        sender's call number, which is checked.
+Rule 2: a part whose size only its sender knows is a crossing when small, else a message
+        through the matcher on the communicator's collective context; its receiver takes
+        whichever comes (`sized`). Each side picks the way by its own size, so arguments that
+        disagree across the eager size fail on the side left waiting instead of hanging.
+Rule 3: the steps of a collective are generators that yield what they wait for (native
+        requests, operations, crossings); `wait` resolves one at once (blocking calls),
+        `ready` tells without waiting (non-blocking calls, see `_collectives._run`).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._context import Context
+from ._native import MPI
+from ._op import PENDING, Op
+from .errors import RankError, UsageError
+from .wire import protocol as P
+from .wire.backoff import yield_cpu
+
+if TYPE_CHECKING:
+    from ._communicator import Core
+    from ._engine import Engine
+
+_BYTE = MPI.BYTE
+_ANY_TAG = MPI.ANY_TAG
+_Request = MPI.Request
+_AGAIN = object()  # see Crossings._from_link
+_SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
+
+
+class Crossings:
+    """This rank's crossings (T_COLL): sent, kept until wanted, awaited."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.vrank = engine.vrank
+        self.links = engine.links
+        self.nfwd = len(engine.links)
+        # Crossings that came in while nobody asked for them yet: (context, sender's world
+        # rank) -> deque of (tag, its collective call number, payload), in arrival order.
+        self.kept: dict[tuple[int, int], deque] = {}
+        self._status = MPI.Status()
+
+    def send(self, ctx: Context, view, dest: int, tag: int, call: int) -> MPI.Request:
+        """Send a crossing of at most `eager_max` bytes to world rank `dest` (other cluster).
+
+        The bytes are copied out at once: the caller may reuse `view` straight away.
+        """
+        buf = P.pack_crossing(self.vrank, dest, tag, ctx.id, call, view)
+        return self.links[P.route(self.vrank, dest, self.nfwd)][0].Isend([buf, _BYTE], 0,
+                                                                           P.T_COLL)
+
+    def keep(self, buf: bytearray, head: tuple | None = None) -> None:
+        """Keep a crossing nobody waits for yet, per (context, sender), in arrival order."""
+        src, cid, tag, call = head or P.unpack_crossing(buf)
+        key = (cid, src)
+        got = self.kept.get(key)
+        if got is None:
+            got = self.kept[key] = deque()
+        got.append((tag, call, memoryview(buf)[P.ENVELOPE_SIZE:]))
+        ctx = self.engine.contexts.get(cid)
+        if ctx is not None and ctx.queues.posted:
+            source = ctx.from_world.get(src)
+            if source is not None:
+                self.conflict(ctx, source, call)
+
+    def take_kept(self, key: tuple[int, int]) -> tuple[int, int, memoryview] | None:
+        """The first crossing kept for key (context, sender), if any: (tag, call, payload)."""
+        got = self.kept.get(key)
+        if not got:
+            return None
+        crossing = got.popleft()
+        if not got:
+            del self.kept[key]
+        return crossing
+
+    def conflict(self, ctx: Context, source: int, call: int) -> None:
+        """Fail a receive through the matcher that this call's crossing from `source` beats.
+
+        Sender and receiver each choose between a crossing and the matcher by their own size
+        (Rule 2). If they disagree the arguments do, and the one that waits in the matcher
+        would wait for ever: its receive fails instead. Only a crossing of call `call` counts;
+        one of a later call may come early and is kept.
+        """
+        got = self.kept.get((ctx.id, ctx.world_of[source]))
+        if not got or got[0][1] != call:
+            return
+        tag, _, data = got[0]
+        for recv in ctx.queues.posted:
+            if recv.source == source and recv.tag == tag:
+                self.engine.p2p.fail_posted(ctx, recv, UsageError(
+                    f"{recv.call}: mismatched arguments: rank {self._me(ctx)} has more than "
+                    f"{self.engine.eager_max} bytes of data, rank {source} sent {len(data)}"
+                ))
+                return
+
+    def through_matcher(self, ctx: Context, source: int, tag: int, name: str, sized: bool,
+                        call: int) -> bool:
+        """Whether `source`'s part of call `call` came through the matcher (sized waits only).
+
+        A sender's messages to one rank come in order, and it sends its part of this call
+        before anything of a later one; so the first message from it in the matcher's queue,
+        if any, is of this call. Of another collective, or too large for a crossing where
+        this side expected one: the arguments disagree, and waiting would never end.
+        """
+        m = ctx.queues.peek(source, None)
+        if m is None:
+            return False
+        if m.tag != tag:
+            raise UsageError(
+                f"{name} on rank {ctx.from_world[self.vrank]}: rank {source} sent its part of another "
+                f"collective (internal tag {m.tag}, through the matcher; this is call "
+                f"{call + 1}, tag {tag}): the ranks called different collectives, or in a "
+                "different order"
+            )
+        if not sized:
+            raise UsageError(
+                f"{name}: mismatched arguments: rank {self._me(ctx)} has at most "
+                f"{self.engine.eager_max} bytes of data, rank {source} sent {m.nbytes}"
+            )
+        return True
+
+    def _me(self, ctx: Context) -> str:
+        """This rank in `ctx`'s communicator, and its cluster, for errors."""
+        return f"{ctx.from_world[self.vrank]} ({self.engine.cluster} cluster)"
+
+    def other_call(self, name: str, source: int, sent: int, call: int, tag: int,
+                   mine: int) -> UsageError:
+        """The error for a crossing of another collective call than this rank's (`mine`)."""
+        return UsageError(
+            f"{name} on rank {self.vrank}: rank {source} sent its part of another collective "
+            f"(its call {call + 1}, internal tag {sent}; this is call {mine + 1}, tag {tag}): "
+            "the ranks called different collectives, or in a different order"
+        )
+
+    def await_crossing(self, ctx: Context, source: int, tag: int, name: str, sized: bool,
+                       call: int):
+        """Poll for the next crossing from rank `source` of `ctx` (none is kept).
+
+        Returns (tag, call, payload), or None (`sized`: the part came through the matcher).
+        The one awaited is taken straight from the link, past `kept` (the common case, and
+        the critical path of every small bridged collective); others are kept there.
+        """
+        e = self.engine
+        key = (ctx.id, ctx.world_of[source])
+        link = P.route(self.vrank, key[1], self.nfwd)
+        ctrl = self.links[link][0]
+        st = self._status
+        want = _ANY_TAG if sized else P.T_COLL
+        probe = ctrl.Improbe
+        # Several probes per yield, as native waits test: the crossing often lands while
+        # this rank waits for its turn on the core (docs/performance.md, "Small collectives").
+        tests = e.tests
+        for _ in e.first:  # probes and yields only, no clock (see _engine._FIRST)
+            for _ in tests:
+                msg = probe(0, want, st)
+                if msg is not None:
+                    break
+            else:
+                yield_cpu()
+                continue
+            got = self._from_link(ctx, key, source, link, msg, tag, name, sized, call)
+            if got is not _AGAIN:
+                return got
+        return e.wait_until(
+            lambda: self._poll_link(ctx, key, source, link, tag, name, sized, call),
+            lambda: self.after_drain(ctx, source, tag, name, sized, call))
+
+    def _poll_link(self, ctx, key, source, link, tag, name, sized, call):
+        """One poll of `await_crossing` past its first rounds: PENDING, or what it returns."""
+        msg = self.links[link][0].Improbe(0, _ANY_TAG if sized else P.T_COLL, self._status)
+        if msg is not None:
+            got = self._from_link(ctx, key, source, link, msg, tag, name, sized, call)
+            return PENDING if got is _AGAIN else got
+        return PENDING
+
+    def after_drain(self, ctx: Context, source: int, tag: int, name: str, sized: bool,
+                    call: int):
+        """After a full progress: the crossing, if a drain kept it; None if it came through
+        the matcher (`sized`); else PENDING."""
+        got = self.take_kept((ctx.id, ctx.world_of[source]))
+        if got is not None:
+            return got
+        if self.through_matcher(ctx, source, tag, name, sized, call):
+            return None
+        return PENDING
+
+    def _from_link(self, ctx, key, source, link, msg, tag, name, sized, call):
+        """What a message probed on the link means for a crossing's wait.
+
+        The crossing it waits for; None (sized: the part came through the matcher); or
+        _AGAIN: it was kept, or matched, for later.
+        """
+        e = self.engine
+        st = self._status
+        count = st.Get_count(_BYTE)
+        if sized and st.Get_tag() != P.T_COLL:
+            e.heard[link] = time.monotonic()
+            buf = bytearray(count)
+            msg.Recv([buf, _BYTE])
+            e.on_forwarded(link, buf, st.Get_tag())
+            return None if self.through_matcher(ctx, source, tag, name, sized, call) \
+                else _AGAIN
+        buf = bytearray(count)
+        msg.Recv([buf, _BYTE])
+        e.heard[link] = time.monotonic()
+        head = P.unpack_crossing(buf)
+        if head[0] == key[1] and head[1] == key[0]:  # ours, and none of its is kept
+            return head[2], head[3], memoryview(buf)[P.ENVELOPE_SIZE:]
+        self.keep(buf, head)
+        return _AGAIN
+
+
+class CrossRecv:
+    """A collective's wait for the next crossing from one rank: `wait()` or `ready()`.
+
+    Both give the payload, or None for a `sized` part that came through the matcher.
+    With `send` (a native request of this rank's own crossing), also waits for that.
+    """
+
+    __slots__ = ("coll", "source", "tag", "sized", "send", "call", "got")
+
+    def __init__(self, coll: Coll, source: int, tag: int, sized: bool = False,
+                 send: MPI.Request | None = None) -> None:
+        self.coll, self.source, self.tag, self.sized, self.send = coll, source, tag, sized, send
+        self.call = coll.call
+        self.got = PENDING  # the crossing, once `ready` has found it
+
+    def _check(self, crossing):
+        if crossing is None:
+            return None
+        sent, call, data = crossing
+        if sent != self.tag or call != self.call:
+            c = self.coll
+            raise c.crossings.other_call(c.name, self.source, sent, call, self.tag, self.call)
+        return data
+
+    def _first(self):
+        c = self.coll
+        key = (c.ctx.id, c.ctx.world_of[self.source])
+        if self.sized:
+            kept = c.crossings.kept.get(key)
+            if not (kept and kept[0][1] == self.call) and c.crossings.through_matcher(
+                    c.ctx, self.source, self.tag, c.name, True, self.call):
+                return None
+        return (c.crossings.kept and c.crossings.take_kept(key)) or PENDING
+
+    def wait(self):
+        got = self._first()
+        if got is PENDING:
+            c = self.coll
+            got = c.crossings.await_crossing(c.ctx, self.source, self.tag, c.name, self.sized,
+                                             self.call)
+        data = self._check(got)
+        if self.send is not None and not self.send.Test():
+            self.coll.engine.wait_native(self.send.Test)
+        return data
+
+    def ready(self):
+        c = self.coll
+        got = self.got
+        if got is PENDING:
+            got = self._first()
+        if got is PENDING:
+            c.engine.progress()
+            got = c.crossings.after_drain(c.ctx, self.source, self.tag, c.name, self.sized,
+                                          self.call)
+            if got is PENDING:
+                return PENDING
+        self.got = got
+        if self.send is not None and not self.send.Test():
+            return PENDING
+        return self._check(got)
+
+
+class Coll:
+    """One communicator's collective context: who is who across the zipper, and the moves.
+
+    Built once per communicator (every field but `name` and `call` is fixed); ranks are the
+    communicator's. `first`: this cluster's ranks come first in rank order (reductions
+    combine first-block op second-block, so results are the same on every rank).
+    """
+
+    __slots__ = ("engine", "crossings", "p2p", "core", "ctx", "local", "first", "base",
+                 "nmine", "obase", "nother", "size", "lrank", "rank", "leader", "peer",
+                 "mine", "theirs", "contiguous", "name", "call", "_scratch")
+
+    def __init__(self, core: Core) -> None:
+        e = core.engine
+        self.engine, self.crossings, self.p2p = e, e.crossings, e.p2p
+        self.core = core
+        self.ctx = core.coll
+        self.local = core.coll.comm  # the native communicator of this cluster's members
+        self.size = core.size
+        self.rank = core.rank
+        mine, theirs = core.mine, core.theirs
+        self.mine, self.theirs = mine, theirs  # this cluster's ranks and the other's
+        # Both clusters' ranks each a block of consecutive ranks: what the block-moving
+        # algorithms need (others take the generic ones).
+        self.contiguous = core.contiguous
+        self.nmine, self.nother = len(mine), len(theirs)
+        self.base = mine[0]
+        self.obase = theirs[0] if theirs else -1
+        self.first = not theirs or mine[0] < theirs[0]
+        self.lrank = self.local.Get_rank()
+        self.leader = self.lrank == 0
+        self.peer = self.obase  # the other cluster's leader
+        self.name = ""  # the call's name, for errors
+        self.call = 0  # the call's number on this communicator
+        self._scratch: dict[int, bytearray] = {}
+
+    # cross-cluster point-to-point on the collective context
+    def send(self, view, dest: int, tag: int) -> Op:
+        return self.p2p.isend(self.ctx, memoryview(view).cast("B"), dest, tag)
+
+    def recv(self, view, source: int, tag: int) -> Op:
+        op = self.p2p.irecv(self.ctx, memoryview(view).cast("B"), source, tag, self.name)
+        if self.crossings.kept:  # the sender's part may have come as a crossing (Rule 2)
+            self.crossings.conflict(self.ctx, source, self.call)
+        return op
+
+    def recv_sized(self, source: int, tag: int) -> Op:
+        """Receive bytes of a size the sender decides; see `received`."""
+        return self.p2p.irecv(self.ctx, None, source, tag, self.name)
+
+    @staticmethod
+    def received(op: Op) -> memoryview:
+        """The bytes a completed `recv_sized` operation brought (until `release`)."""
+        return memoryview(op.obj).cast("B")
+
+    @staticmethod
+    def release(op: Op | None) -> None:
+        """The bytes of a `recv_sized` operation are no longer needed (None: nothing to do)."""
+        if op is not None:
+            op.obj = None
+            op.release()
+
+    def small(self, nbytes: int) -> bool:
+        """Whether a part of `nbytes` crosses as a crossing (Rule 1)."""
+        return nbytes <= self.engine.eager_max
+
+    def xsend(self, view, dest: int, tag: int) -> MPI.Request:
+        return self.crossings.send(self.ctx, memoryview(view).cast("B"),
+                                   self.ctx.world_of[dest], tag, self.call)
+
+    def xrecv(self, source: int, tag: int) -> CrossRecv:
+        return CrossRecv(self, source, tag)
+
+    def xswap(self, mine, tag: int) -> CrossRecv:
+        """The leaders' exchange of small parts: `mine` out now, the other's back (a wait)."""
+        return CrossRecv(self, self.peer, tag, send=self.xsend(mine, self.peer, tag))
+
+    def cross(self, view, dest: int, tag: int):
+        """Send `view` to `dest` in the other cluster: a crossing if small, else a message."""
+        return self.xsend(view, dest, tag) if self.small(len(view)) else \
+            self.send(view, dest, tag)
+
+    def take(self, into, source: int, tag: int):
+        """Receive `source`'s part into `into` (its expected size); return the size it had.
+
+        A crossing if `into` is small, else through the matcher (which refuses a larger
+        part). A part of another size within the eager size is returned unused, for the
+        caller's size check (Rule 2). A generator: `n = yield from c.take(...)`.
+        """
+        if self.small(len(into)):
+            data = yield CrossRecv(self, source, tag)
+            if len(data) == len(into):
+                into[:] = data
+            return len(data)
+        op = self.recv(into, source, tag)
+        yield op
+        return op.nbytes
+
+    def swap(self, mine, into, tag: int):
+        """The leaders' exchange: `mine` to the other leader, its part into `into` (see take)."""
+        if self.small(len(into)):
+            s = self.cross(mine, self.peer, tag)
+            n = yield from self.take(into, self.peer, tag)
+            yield s
+            return n
+        op = self.recv(into, self.peer, tag)  # posted first: straight into `into`
+        yield (op, self.cross(mine, self.peer, tag))
+        return op.nbytes
+
+    def take_sized(self, source: int, tag: int):
+        """The bytes `source` sent with `cross`, and what to `release` after use (generator)."""
+        data = yield CrossRecv(self, source, tag, sized=True)
+        if data is not None:
+            return data, None
+        op = self.p2p.irecv(self.ctx, None, source, tag, self.name)
+        yield op
+        return self.received(op), op
+
+    def send_obj(self, obj, dest: int, tag: int):
+        return self.cross(dumps(obj), dest, tag)
+
+    def recv_obj(self, source: int, tag: int):
+        """The object that `source` sent with `send_obj` (a copy, as in mpi4py); generator."""
+        data, op = yield from self.take_sized(source, tag)
+        obj = pickle.loads(data)
+        del data
+        self.release(op)
+        return obj
+
+    def swap_obj(self, obj, tag: int):
+        """The leaders' exchange of objects: `obj` out, the other leader's back (generator)."""
+        s = self.send_obj(obj, self.peer, tag)
+        theirs = yield from self.recv_obj(self.peer, tag)
+        yield s
+        return theirs
+
+    def tmp(self, slot: int, nbytes: int) -> memoryview:
+        """A reusable temporary of `nbytes` (slot: one per buffer in a call).
+
+        Fresh buffers are slow to communicate (docs/performance.md, "Buffers: reuse and fresh
+        pages"). One call at a time runs on a communicator, so its slots serve every call;
+        very large temporaries are not kept.
+        """
+        buf = self._scratch.get(slot)
+        if buf is None or len(buf) < nbytes:
+            buf = bytearray(nbytes)
+            if nbytes <= _SCRATCH_MAX:
+                self._scratch[slot] = buf
+        return memoryview(buf)[:nbytes]
+
+    def root(self, root) -> int:
+        """`root` checked and as an int (mpi4py takes any integral number)."""
+        if isinstance(root, (float, np.floating)) and float(root).is_integer():
+            root = int(root)
+        if not isinstance(root, (int, np.integer)) or not 0 <= root < self.size:
+            raise RankError(
+                f"{self.name} on rank {self.rank}: root {root!r} is out of range for a "
+                f"communicator of size {self.size}"
+            )
+        return int(root)
+
+    def here(self, rank: int) -> bool:
+        """Whether communicator rank `rank` is in this cluster."""
+        return self.ctx.local_of[rank] >= 0
+
+    def local_of(self, rank: int) -> int:
+        """The native rank of `rank` (in this cluster) in `local`."""
+        return self.ctx.local_of[rank]
+
+    # -- waiting (Rule 3) ---------------------------------------------------------------
+    def wait(self, w):
+        """Wait for what a step yielded; return its value (a crossing's payload, else None)."""
+        t = type(w)
+        if t is _Request:
+            if not w.Test():
+                self.engine.wait_one(w)
+            return None
+        if t is CrossRecv:
+            return w.wait()
+        if t is Op:
+            if not w.done:
+                self.engine.wait_for(w.poll, w.remote)
+            if w.error is not None:
+                raise w.error
+            return None
+        natives = [r for r in w if type(r) is _Request]
+        ours = [r for r in w if type(r) is Op]
+        if natives:
+            self.engine.wait_all(natives)
+        if ours:
+            self.engine.wait_for(lambda: all([o.poll() for o in ours]))
+            for o in ours:
+                if o.error is not None:
+                    raise o.error
+        return None
+
+    def ready(self, w):
+        """What a step yielded, if it is over now (its value), else PENDING."""
+        t = type(w)
+        if t is _Request:
+            return None if w.Test() else PENDING
+        if t is CrossRecv:
+            return w.ready()
+        if t is Op:
+            if not w.poll():
+                return PENDING
+            if w.error is not None:
+                raise w.error
+            return None
+        natives = [r for r in w if type(r) is _Request]
+        ours = [r for r in w if type(r) is Op]
+        if natives and not _Request.Testall(natives):
+            return PENDING
+        if not all([o.poll() for o in ours]):
+            return PENDING
+        for o in ours:
+            if o.error is not None:
+                raise o.error
+        return None
+
+
+def dumps(obj) -> bytes:
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+__all__ = ["Crossings", "CrossRecv", "Coll", "PENDING", "dumps"]

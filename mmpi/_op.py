@@ -1,0 +1,88 @@
+"""The state of one operation in flight (a send, a receive): what the engine fills in.
+
+A user-visible Request (request.py) holds one Op and asks it `poll()`; the transports start,
+fail and complete it through these methods, and nobody else writes its fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._native import MPI
+
+_TestAll = MPI.Request.Testall
+ANY_SOURCE = MPI.ANY_SOURCE
+ANY_TAG = MPI.ANY_TAG
+PENDING = object()  # what a non-blocking look at a wait says while it is not over
+
+
+class Op:
+    """One non-blocking operation: the native requests behind it and, for a receive, its match."""
+
+    __slots__ = (
+        "natives", "matched", "done", "finish", "error", "keep", "source", "tag", "nbytes",
+        "obj", "spare", "more", "remote", "cancelled", "__weakref__",
+    )
+
+    def __init__(self, *, matched: bool = True) -> None:
+        self.natives: list[MPI.Request] = []
+        self.matched = matched  # a receive is matched once its message is known
+        self.done = False
+        self.finish: Callable[[], None] | None = None  # runs once the natives completed
+        self.error: BaseException | None = None
+        self.keep = None  # keeps send buffers alive until the MPI sends complete
+        self.source = ANY_SOURCE  # for a receive: who sent it (communicator rank) ...
+        self.tag = ANY_TAG  # ... with which tag ...
+        self.nbytes = 0  # ... and how many bytes
+        self.obj = None  # a receive into a buffer of its own: those bytes
+        self.spare = None  # (pool, buffer) under `obj`, given back by `release`
+        self.more: Callable[[], bool] | None = None  # e.g. stripes still to arrive
+        self.remote = False  # only a forwarder can complete it (a receive from the far side)
+        self.cancelled = False
+
+    def start(self, natives: list, finish: Callable[[], None] | None = None,
+              more: Callable[[], bool] | None = None) -> None:
+        """The operation is matched and under way: complete once `natives` have (then `finish`)."""
+        self.matched = True
+        self.natives = natives
+        self.finish = finish
+        self.more = more
+
+    def fail(self, error: BaseException) -> None:
+        """Complete with `error` (the first one counts)."""
+        if self.error is None:
+            self.error = error
+
+    def poll(self) -> bool:
+        """Advance without progressing the engine; True when complete."""
+        if self.done:
+            return True
+        if not self.matched:
+            return False
+        if self.more is not None and not self.more():
+            return False
+        if self.natives and not _TestAll(self.natives):
+            return False
+        self.natives = []
+        self.keep = None
+        if self.finish is not None:
+            finish, self.finish = self.finish, None
+            try:
+                finish()
+            except Exception as exc:  # noqa: BLE001 - the operation's error, raised at Wait
+                self.fail(exc)
+        self.done = True
+        return True
+
+    def release(self) -> None:
+        """The bytes in `obj` are no longer needed: give their spare buffer back."""
+        if self.spare is not None:
+            (pool, buf), self.spare = self.spare, None
+            pool.give(buf)
+
+
+def completed(source: int = MPI.PROC_NULL, tag: int = ANY_TAG) -> Op:
+    """An operation that is complete already (PROC_NULL)."""
+    op = Op()
+    op.source, op.tag, op.done = source, tag, True
+    return op

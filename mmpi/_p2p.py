@@ -1,0 +1,364 @@
+"""Point-to-point transport: sends routed by where the receiver is, receives matched by us.
+
+Same-cluster messages travel over native MPI on the context's native communicator;
+cross-cluster ones go to a forwarder on the control/data intercommunicators. Every receive goes
+through our own matcher (`_matching`), fed by matched probes on both transports, so ANY_SOURCE
+sees both clusters and MPI's ordering rules hold across them.
+
+Rule 1: a local message is left inside MPI (as an `MPI.Message` handle) until a receive
+        matches it, then received straight into the user's buffer: no extra copy.
+Rule 2: a forwarded large message is received chunk by chunk straight into the user's buffer
+        when the receive is already posted; otherwise into a spare buffer, reused afterwards.
+Rule 3: with several forwarders, every message from one sender to one receiver takes the same
+        route (protocol Rule 5); one of `stripe_min` bytes or more is striped over all of them
+        and put together here at known offsets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._context import Context
+from ._native import MPI
+from ._op import Op
+from .errors import ProtocolError, TruncationError
+from .wire import protocol as P
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+_BYTE = MPI.BYTE
+_ANY_SOURCE = MPI.ANY_SOURCE
+_ANY_TAG = MPI.ANY_TAG
+_SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
+
+
+class Posted:
+    """A posted receive: what it accepts and where the bytes go (view None = allocate)."""
+
+    __slots__ = ("source", "tag", "view", "op", "call")
+
+    def __init__(self, source, tag, view, op: Op, call: str) -> None:
+        self.source, self.tag, self.view, self.op, self.call = source, tag, view, op, call
+
+
+class Arrived:
+    """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
+
+    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare")
+
+    def __init__(self, source, tag, nbytes, message=None, data=None, natives=None):
+        self.source, self.tag, self.nbytes = source, tag, nbytes
+        self.message = message  # MPI.Message for a same-cluster message
+        self.data = data  # payload of a forwarded message (may still be filling)
+        self.natives = natives or []  # chunk receives still filling `data`
+        self.more = None  # for a striped message: True once every stripe is in
+        self.spare = None  # (pool, buffer) holding `data`, to give back once copied out
+
+
+class Spares:
+    """Buffers for large forwarded messages that cannot go straight into a user buffer.
+
+    Fresh buffers are slow to receive into (their pages fault in inside the transfer), so
+    one of at most twice the size is reused (docs/performance.md, "Buffers").
+    """
+
+    __slots__ = ("_free",)
+
+    def __init__(self) -> None:
+        self._free: list[bytearray] = []
+
+    def take(self, nbytes: int) -> bytearray:
+        for i, buf in enumerate(self._free):
+            if nbytes <= len(buf) <= 2 * nbytes:
+                return self._free.pop(i)
+        return bytearray(nbytes)
+
+    def give(self, buf: bytearray) -> None:
+        if sum(map(len, self._free)) + len(buf) <= _SPARE_BYTES:
+            self._free.append(buf)
+
+
+class _Reassembly:
+    """One striped message coming together: a stripe per forwarder, at known offsets.
+
+    Stripes may arrive before the envelope that says where they go (they travel through
+    other forwarders); those land in their own buffer and are copied once it is known.
+    """
+
+    __slots__ = ("parts", "arrived", "target", "nbytes", "early", "natives", "done", "_forget")
+
+    def __init__(self, parts: int, forget) -> None:
+        self.parts = parts
+        self.arrived = 0
+        self.target: memoryview | None = None
+        self.nbytes = 0
+        self.early: list[tuple[int, bytearray]] = []
+        self.natives: list[MPI.Request] = []
+        self.done = False
+        self._forget = forget
+
+    def stripe(self, k: int, env: P.Envelope, data: MPI.Intercomm) -> None:
+        self.arrived += 1
+        if self.target is None:
+            buf = bytearray(env.nbytes)
+            self.early.append((k, buf))
+            into = memoryview(buf)
+        else:
+            off, n = P.stripe_bounds(self.nbytes, self.parts, k)
+            if n != env.nbytes:
+                raise ProtocolError(f"stripe {k} carries {env.nbytes} bytes, expected {n}")
+            into = self.target[off:off + n]
+        self.natives += [data.Irecv([into[o:o + m], m, _BYTE], 0, env.xfer)
+                         for o, m in P.chunks(env.nbytes, env.chunk)]
+
+    def place(self, target: memoryview, nbytes: int) -> None:
+        self.target, self.nbytes = target, nbytes
+
+    def ready(self) -> bool:
+        if self.done:
+            return True
+        if self.arrived < self.parts or not MPI.Request.Testall(self.natives):
+            return False
+        for k, buf in self.early:
+            off, n = P.stripe_bounds(self.nbytes, self.parts, k)
+            if n != len(buf):
+                raise ProtocolError(f"stripe {k} carried {len(buf)} bytes, expected {n}")
+            self.target[off:off + n] = buf
+        self.early = []
+        self.done = True
+        self._forget()
+        return True
+
+
+class PointToPoint:
+    """The point-to-point transport of one rank (both clusters' messages to and from it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.vrank = engine.vrank
+        self.links = engine.links
+        self.nfwd = len(engine.links)
+        self.eager_max = engine.eager_max
+        self.chunk = engine.chunk
+        self.stripe_min = engine.stripe_min if self.nfwd > 1 else 1 << 62
+        self.spares = Spares()
+        self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
+        self._stripes: dict[tuple[int, int], _Reassembly] = {}
+        self._sid = 0
+        self._xfer = 0
+        self._status = MPI.Status()
+
+    # -- sending -------------------------------------------------------------------------
+    def isend(self, ctx: Context, view: memoryview, dest: int, tag: int) -> Op:
+        """Start sending `view` to rank `dest` of `ctx`'s communicator."""
+        op = Op()
+        n = len(view)
+        local = ctx.local_of[dest]
+        if local >= 0:
+            op.start([ctx.comm.Isend([view, n, _BYTE], local, tag)])
+        else:
+            self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag)
+        self.sends.append(op)
+        if len(self.sends) > 256:
+            self.sends = [s for s in self.sends if not s.done]
+        return op
+
+    def _send_forwarded(self, op: Op, ctx: Context, view: memoryview, dest: int,
+                        tag: int) -> None:
+        n = len(view)
+        route = P.route(self.vrank, dest, self.nfwd)
+        if n <= self.eager_max:
+            buf = bytearray(P.ENVELOPE_SIZE + n)
+            P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n)
+            buf[P.ENVELOPE_SIZE:] = view
+            op.keep = buf
+            op.start([self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)])
+        elif n < self.stripe_min:
+            env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
+                             self._next_xfer())
+            op.keep = (env, view)
+            op.start(self._send_large(route, env, view))
+        else:
+            # Striped: the envelope keeps this pair's route (and so its order); the bytes go
+            # through every forwarder at once, one stripe each.
+            self._sid = self._sid % P.MAX_XFER + 1
+            head = bytearray(P.ENVELOPE_SIZE)
+            P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, flags=P.F_STRIPED,
+                       aux=self._sid).pack_into(head)
+            natives = [self.links[route][0].Isend([head, _BYTE], 0, P.T_EAGER)]
+            for k in range(self.nfwd):
+                off, ln = P.stripe_bounds(n, self.nfwd, k)
+                env = P.Envelope(P.K_STRIPE, self.vrank, dest, k, ctx.id, ln, self.chunk,
+                                 self._next_xfer(), aux=self._sid)
+                natives += self._send_large(k, env, view[off:off + ln])
+            op.keep = (head, view)
+            op.start(natives)
+
+    def _next_xfer(self) -> int:
+        self._xfer = self._xfer % P.MAX_XFER + 1
+        return self._xfer
+
+    def _send_large(self, link: int, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
+        """Envelope on the control channel, then at once the chunks on the data channel."""
+        ctrl, data = self.links[link]
+        head = env.pack()
+        return [ctrl.Isend([head, _BYTE], 0, P.T_LARGE)] + [
+            data.Isend([view[off:off + k], k, _BYTE], 0, env.xfer)
+            for off, k in P.chunks(env.nbytes, env.chunk)
+        ]
+
+    def adopt(self, op: Op) -> None:
+        """Keep a freed send alive until it completes (finalize waits for it)."""
+        if op not in self.sends:
+            self.sends.append(op)
+
+    # -- receiving -----------------------------------------------------------------------
+    def irecv(self, ctx: Context, view, source: int | None, tag: int | None,
+              call: str) -> Op:
+        """Post a receive (source, tag None: any); `view` None means allocate on arrival."""
+        op = Op(matched=False)
+        recv = Posted(source, tag, view, op, call)
+        m = ctx.queues.post(recv)
+        if m is not None:
+            self._deliver(recv, m)
+        elif source is not None and ctx.local_of[source] < 0:
+            op.remote = True  # only a forwarder can bring it (see Engine.wait_for)
+        return op
+
+    def pull_local(self) -> bool:
+        """Take every same-cluster message that has arrived into the matcher."""
+        did = False
+        st = self._status
+        for ctx in self.engine.context_list:
+            comm = ctx.comm
+            while True:
+                msg = comm.Improbe(_ANY_SOURCE, _ANY_TAG, st)
+                if msg is None:
+                    break
+                m = Arrived(ctx.from_local[st.Get_source()], st.Get_tag(), st.Get_count(_BYTE),
+                            message=msg)
+                recv = ctx.queues.arrive(m)
+                if recv is not None:
+                    self._deliver_local(recv, m)
+                did = True
+        return did
+
+    def _deliver(self, recv: Posted, m: Arrived) -> None:
+        if m.message is not None:
+            self._deliver_local(recv, m)
+        else:
+            self._deliver_forwarded(recv, m)
+
+    def _deliver_local(self, recv: Posted, m: Arrived) -> None:
+        op = recv.op
+        op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
+        if recv.view is None:
+            buf = bytearray(m.nbytes)
+            op.obj = buf
+            op.start([m.message.Irecv([buf, _BYTE])])
+        elif m.nbytes > len(recv.view):
+            # Consume the message anyway so nothing is left half-received, then fail.
+            op.start([m.message.Irecv([bytearray(m.nbytes), _BYTE])])
+            op.fail(self._truncated(recv, m))
+        else:
+            op.start([m.message.Irecv([recv.view, m.nbytes, _BYTE])])
+
+    def _truncated(self, recv: Posted, m: Arrived) -> TruncationError:
+        return TruncationError(
+            f"{recv.call} on rank {self.vrank}: message from rank {m.source} with tag {m.tag} "
+            f"has {m.nbytes} bytes but the receive buffer holds only {len(recv.view)} "
+            "(MPI_ERR_TRUNCATE)"
+        )
+
+    def _deliver_forwarded(self, recv: Posted, m: Arrived) -> None:
+        op = recv.op
+        op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
+        if recv.view is None:
+            op.obj = m.data
+            op.spare = m.spare
+            op.start(m.natives, more=m.more)
+            return
+        if m.nbytes > len(recv.view):
+            op.start(m.natives, more=m.more)
+            op.fail(self._truncated(recv, m))
+            return
+        view, data = recv.view, m.data
+
+        def copy() -> None:
+            view[: m.nbytes] = data
+            if m.spare is not None:
+                m.spare[0].give(m.spare[1])
+
+        op.start(m.natives, copy, more=m.more)
+
+    def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
+        """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
+        env = P.unpack(buf)
+        if env.kind == P.K_STRIPE:
+            self._reassembly(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
+            return
+        ctx = self.engine.contexts.get(env.context)
+        if ctx is None:
+            raise ProtocolError(f"rank {self.vrank}: message for unknown context {env.context}")
+        source = ctx.from_world.get(env.src)
+        if source is None:
+            raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "
+                                f"rank {env.src}, which is not in its communicator")
+        if tag == P.T_EAGER and not env.flags & P.F_STRIPED:
+            if len(buf) - P.ENVELOPE_SIZE != env.nbytes:
+                raise ProtocolError(
+                    f"rank {self.vrank}: eager message says {env.nbytes} bytes, "
+                    f"carries {len(buf) - P.ENVELOPE_SIZE}"
+                )
+            m = Arrived(source, env.tag, env.nbytes, data=memoryview(buf)[P.ENVELOPE_SIZE:])
+            recv = ctx.queues.arrive(m)
+            if recv is not None:
+                self._deliver_forwarded(recv, m)
+            return
+        m = Arrived(source, env.tag, env.nbytes)
+        recv = ctx.queues.arrive(m)
+        if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
+            target = recv.view  # straight into the user's buffer
+        elif not env.flags & P.F_STRIPED:  # unexpected, or wanted whole (view None)
+            spare = self.spares.take(env.nbytes)
+            m.spare = (self.spares, spare)
+            target = memoryview(spare)
+        else:
+            target = memoryview(bytearray(env.nbytes))
+        m.data = target[: env.nbytes]
+        if env.flags & P.F_STRIPED:
+            ra = self._reassembly(env.src, env.aux)
+            ra.place(m.data, env.nbytes)
+            m.more = ra.ready
+        else:
+            data = self.links[link][1]
+            m.natives = [
+                data.Irecv([target[off:off + n], n, _BYTE], 0, env.xfer)
+                for off, n in P.chunks(env.nbytes, env.chunk)
+            ]
+        if recv is None:
+            return
+        if target is recv.view:  # already on its way into the user's buffer
+            op = recv.op
+            op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
+            op.start(m.natives, more=m.more)
+        else:
+            self._deliver_forwarded(recv, m)
+
+    def _reassembly(self, src: int, sid: int) -> _Reassembly:
+        key = (src, sid)
+        ra = self._stripes.get(key)
+        if ra is None:
+            ra = self._stripes[key] = _Reassembly(self.nfwd, lambda: self._stripes.pop(key))
+        return ra
+
+    @staticmethod
+    def fail_posted(ctx: Context, recv: Posted, error: BaseException) -> None:
+        """Withdraw a posted receive and complete its operation with `error`."""
+        ctx.queues.cancel(recv)
+        recv.op.start([])
+        recv.op.fail(error)
+
+
+__all__ = ["PointToPoint", "Posted", "Arrived", "Spares"]
