@@ -5,7 +5,7 @@ slower than inside one (here 6.0 against 12.7 GB/s at 4 MiB: a different transpo
 mmpi-bench measures the point-to-point benchmarks a third way, with plain MPI between two
 jobs, and reports the bridged figures against that too.
 
-``python -m mmpi.bench.across MPIEXEC WORKER...`` starts ``MPIEXEC -n 1 WORKER...`` twice;
+``python -m bench.across MPIEXEC WORKER...`` starts ``MPIEXEC -n 1 WORKER...`` twice;
 the workers find each other through a port file in a private temporary directory (named in
 ``MMPI_BENCH_ACROSS``) and merge the intercommunicator into a 2-rank communicator.
 """
@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the two jobs; fail (stopping the other) as soon as one fails."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) < 2:
-        print("usage: python -m mmpi.bench.across MPIEXEC WORKER...", file=sys.stderr)
+        print("usage: python -m bench.across MPIEXEC WORKER...", file=sys.stderr)
         return 2
     mpiexec, worker = argv[0], argv[1:]
     with tempfile.TemporaryDirectory(prefix="mmpi-bench-across-") as d:

@@ -1,6 +1,6 @@
 """mmpi-bench: run each benchmark natively and bridged, one job after the other, and compare.
 
-The driver never touches MPI itself. It plans up to seven jobs of ``python -m mmpi.bench.worker``
+The driver never touches MPI itself. It plans up to seven jobs of ``python -m bench.worker``
 - point-to-point benchmarks on 2 native ranks, on two one-rank jobs joined by Comm_connect (the
 native across-jobs baseline, see across.py), then bridged on 1+1; concurrent pairs on 2N native
 ranks, then bridged on N+N (--pairs); the rest on low+high native ranks, then bridged on
@@ -31,10 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-# The launcher's process hygiene: SIGTERM the job if we die, clean up a killed job's shm.
-from launch.runner import _die_with_parent as die_with_parent
-from launch.runner import _remove_new_shm as remove_new_shm
-from launch.runner import _shm_files as shm_files
+from launch import hygiene
 
 from . import report
 from ._catalog import BENCHES, GROUPS, MARKER
@@ -352,13 +349,13 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
             continue
         a, b = shapes[group]
         bind = bool(bind_cpus) and group != "pairs"
-        worker = (python, "-m", "mmpi.bench.worker", "--low", str(a), *options, *mine)
+        worker = (python, "-m", "bench.worker", "--low", str(a), *options, *mine)
         native_bind = ("-bind-to", "core") if bind else ()
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
                         mine))
         if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
             runs.append(Run("across", group,
-                            (python, "-m", "mmpi.bench.across", mpiexec, *worker), mine))
+                            (python, "-m", "bench.across", mpiexec, *worker), mine))
         runs.append(Run("bridged", group,
                         (*(bound_run if bind else mmpi_run), "--low", str(a), "--high", str(b),
                          *worker), mine))
@@ -420,13 +417,13 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
             echo: bool = False) -> Outcome:
     """Run one job to completion (or `timeout`), collecting its records."""
     outcome = Outcome(run, load_before=_loadavg())
-    shm_before = shm_files()
+    shm_before = hygiene.shm_files()
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     t0 = time.monotonic()
     proc = subprocess.Popen(run.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", env=env,
                             start_new_session=True,  # its own group: we can stop all of it
-                            preexec_fn=die_with_parent())
+                            preexec_fn=hygiene.die_with_parent())
     overran = threading.Event()
 
     def overrun() -> None:
@@ -457,7 +454,7 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
         proc.wait()
     except BaseException:
         _stop_group(proc)
-        remove_new_shm(shm_before)
+        hygiene.remove_new_shm(shm_before)
         raise
     finally:
         timer.cancel()
@@ -478,7 +475,7 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
     else:
         outcome.status = "ok"
     if outcome.status != "ok":
-        remove_new_shm(shm_before)
+        hygiene.remove_new_shm(shm_before)
     return outcome
 
 

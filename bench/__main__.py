@@ -1,4 +1,4 @@
-"""``python -m mmpi.bench``: the mmpi-bench command line."""
+"""``python -m bench``: the mmpi-bench command line."""
 
 from .cli import main
 

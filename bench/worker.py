@@ -1,6 +1,6 @@
 """The MPI side of mmpi-bench: one function per benchmark; rank 0 prints one JSON line per result.
 
-The driver starts it natively (``mpiexec -n N python -m mmpi.bench.worker SPEC...``) and
+The driver starts it natively (``mpiexec -n N python -m bench.worker SPEC...``) and
 bridged (under ``mmpi-run``); the code is the same, since ``mmpi.MPI`` is plain mpi4py natively.
 A SPEC is ``name`` or ``name=size,size,...`` (sizes in bytes). Every output line that matters
 starts with ``MMPI-BENCH `` followed by a JSON object: one ``env`` record, one ``result`` per
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m mmpi.bench.worker",
+    p = argparse.ArgumentParser(prog="python -m bench.worker",
                                 description="MPI side of mmpi-bench (started by the driver)")
     p.add_argument("specs", nargs="+", metavar="NAME[=SIZES]")
     p.add_argument("--low", type=int, help="ranks in the low cluster (default: half)")
