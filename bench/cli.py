@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from launch import hygiene
 
-from . import report
+from . import report, targets
 from ._catalog import BENCHES, GROUPS, MARKER
 
 PROG = "mmpi-bench"
@@ -132,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="DIR", help="write PNG charts (needs matplotlib)")
     p.add_argument("--from-json", metavar="FILE",
                    help="measure nothing: print the tables (and --plot) of an earlier --json")
+    p.add_argument("--targets", nargs="+", metavar="FILE",
+                   help="measure nothing: print each --json file's ratio per performance "
+                   "target, then per target the median, range and runs meeting it")
     p.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds allowed per job (default {DEFAULT_TIMEOUT:.0f})")
     p.add_argument("--dry-run", action="store_true", help="print the planned jobs and exit")
@@ -183,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     names = list(BENCHES) if args.all else list(dict.fromkeys(args.benchmarks))
     unknown = [n for n in names if n not in BENCHES]
-    if unknown or not (names or args.from_json):
+    if unknown or not (names or args.from_json or args.targets):
         parser.print_usage(sys.stderr)
         what = (f"unknown benchmark {unknown[0]!r}" if unknown else "no benchmark given")
         print(f"{PROG}: error: {what}; choose from {', '.join(BENCHES)} or use --all",
@@ -213,6 +216,8 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
         report.require_matplotlib()  # before minutes of measuring, not after
     if args.from_json:
         return _replay(args, names)
+    if args.targets:
+        return _targets(args.targets)
     specs = plan_specs(names, args.sizes)
     for name in names:
         if name not in specs and BENCHES[name].sizes:
@@ -250,6 +255,18 @@ def _replay(args: argparse.Namespace, names: list[str]) -> int:
     if args.plot:
         written = report.write_plots(rows, args.plot, layouts)
         _note(args, f"wrote {len(written)} plots to {args.plot}")
+    return 0
+
+
+def _targets(files: Sequence[str]) -> int:
+    runs = []
+    for name in files:
+        try:
+            with open(name) as f:
+                runs.append((name, targets.ratios(json.load(f))))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise BenchError(f"{name}: not an mmpi-bench --json file ({exc})") from exc
+    sys.stdout.write(targets.format_report(runs))
     return 0
 
 
