@@ -1,9 +1,9 @@
 """The native across-jobs baseline: two one-rank MPI jobs joined by Comm_accept/Comm_connect.
 
-A forwarded message travels between separately launched jobs, and MPI between two jobs is
-slower than inside one (here 6.0 against 12.7 GB/s at 4 MiB: a different transport path). So
-mmpi-bench measures the point-to-point benchmarks a third way, with plain MPI between two
-jobs, and reports the bridged figures against that too.
+A forwarded message travels between separately launched jobs, and MPI between two jobs can
+take a different, slower transport path than inside one. So mmpi-bench measures the
+point-to-point benchmarks a third way, with plain MPI between two jobs, and reports the
+bridged figures against that too.
 
 ``python -m bench.across MPIEXEC WORKER...`` starts ``MPIEXEC -n 1 WORKER...`` twice;
 the workers find each other through a port file in a private temporary directory (named in

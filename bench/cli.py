@@ -38,7 +38,7 @@ from ._catalog import BENCHES, GROUPS, MARKER
 
 PROG = "mmpi-bench"
 DEFAULT_TIMEOUT = 1200.0
-# Issue 5's target is the aggregate bandwidth of 4 concurrent cross pairs against one pair.
+# The pairs target compares 4 concurrent cross pairs with one (docs/performance.md).
 DEFAULT_PAIRS = 4
 _STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL for a job that overran
 _ENV_DROP = ("MMPI_RENDEZVOUS", "MMPI_CLUSTER")  # a worker must not think it was bridged
@@ -346,13 +346,11 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
 
     Point-to-point also gets the native baseline across two jobs, between those two.
     `bind_cpus` (the CPUs this process may use, ascending; empty: no binding) binds the
-    native ranks to cores in turn,
-    and the bridged ones as mmpi-run's `paired` placement does (both clusters' rank i on core
-    i, so the leaders share core 0) with the forwarders on the last cores, away from the
-    leaders: on 2 cores that placement made the small collectives a third faster, where the
-    native ones did not move (benchmarks/RESULTS.md, "Placement"). Not the pairs' layout:
-    there it put each pair's two ranks on one core, and 4 pairs against one fell from 0.93 to
-    0.54 (medians of 7 runs each).
+    native ranks to cores in turn, and the bridged ones as mmpi-run's `paired` placement does
+    (both clusters' rank i on core i, so the leaders share core 0) with the forwarders on the
+    last cores, away from the leaders: the layout that makes small collectives fastest on a
+    shared host. The pairs' layout stays unbound, as binding puts each pair's two ranks on
+    one core (docs/performance.md, "Placement").
     """
     runs = []
     shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs)}

@@ -170,9 +170,8 @@ def _measure(comm, k: Kernel, opts: Options) -> dict:
     max_iters = max(1, round(opts.max_iters * min(opts.iters_scale, 1.0)))
     # Batches of 1, 4, 16 ... iterations until one lasts an eighth of a repetition, and for at
     # least two repetitions' worth of time in all: the warm-up. The first batch (cold: page
-    # faults, connection set-up) never sets the count. Without the minimum, a slow start set
-    # it: the first barriers of a bridged job took 6.5 ms each in one run of batch H, so the
-    # count came out as 1 and three of the five repetitions timed that start (RESULTS.md).
+    # faults, connection set-up) never sets the count, and the minimum keeps a bridged job's
+    # slow first calls (milliseconds each) from setting it to 1.
     n, first, spent = 1, True, 0.0
     while True:
         t0 = MPI.Wtime()
