@@ -62,7 +62,11 @@ relayed() {
   fi
 }
 native() { timeout 120 mpiexec -n 4 "$coll" native - "$@" || echo "FAILED: native $*"; }
-bench() { timeout 300 mmpi-bench "$@" -q 2>&1 | grep -vE '^#|^$' || echo "FAILED: mmpi-bench $*"; }
+# bench ARGS...: mmpi-bench's tables, each row under its benchmark's title line
+bench() {
+  timeout 300 mmpi-bench "$@" -q 2>&1 | grep -E '^# mmpi-bench [^ ]+: |^[0-9-]' ||
+    echo "FAILED: mmpi-bench $*"
+}
 # cpairs N WINDOWS BYTES: pairs.c with N pairs
 cpairs() {
   local d
