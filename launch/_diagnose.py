@@ -18,7 +18,7 @@ them from their own words:
 Rule: a failure's *directness* decides the order (something done to or by the process itself,
 then a crash, then a failure explained by the loss of another process); ties go to the job that
 exited first, then to clusters before forwarders. The first one is reported as the cause.
-No I/O here except `read_pids`, so the rest is unit-tested on text.
+No I/O here (the pid files are read by `hygiene.read_pids`), so it is unit-tested on text.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 import signal
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from .hygiene import NO_PIDS, Pids
 
 CLUSTER = "cluster"
 FORWARDER = "forwarder"
@@ -114,50 +115,6 @@ class Evidence:
             # The first unindented line after the frames is "ExceptionType: message".
             self._in_traceback.discard((stream, rank))
             self.exceptions[rank] = text
-
-
-@dataclass(frozen=True)
-class Pids:
-    """Who is who, from the rendezvous pid files."""
-
-    ranks: Mapping[tuple[str, int], tuple[int, int]]  # (cluster, local) -> (pid, vrank)
-    forwarders: Mapping[int, int]  # forwarder index -> pid
-
-    def rank_of(self, pid: int, cluster: str | None = None) -> tuple[str, int, int] | None:
-        """(cluster, local, vrank) of the rank with `pid` (in `cluster`, when given)."""
-        for (c, local), (p, vrank) in self.ranks.items():
-            if p == pid and cluster in (None, c):
-                return c, local, vrank
-        return None
-
-    def forwarder_of(self, pid: int) -> int | None:
-        """Index of the forwarder with `pid`."""
-        return next((i for i, p in self.forwarders.items() if p == pid), None)
-
-
-NO_PIDS = Pids({}, {})
-_RANK_FILE = re.compile(r"rank\.(\w+)\.(\d+)\.pid\Z")
-_FORWARDER_FILE = re.compile(r"forwarder\.(\d+)\.pid\Z")
-
-
-def read_pids(rendezvous: str | Path) -> Pids:
-    """Read every pid file in the rendezvous directory (missing or torn files are skipped)."""
-    ranks: dict[tuple[str, int], tuple[int, int]] = {}
-    forwarders: dict[int, int] = {}
-    try:
-        entries = list(Path(rendezvous).iterdir())
-    except OSError:
-        return NO_PIDS
-    for path in entries:
-        try:
-            if m := _RANK_FILE.match(path.name):
-                pid, vrank = path.read_text().split()
-                ranks[(m[1], int(m[2]))] = (int(pid), int(vrank))
-            elif m := _FORWARDER_FILE.match(path.name):
-                forwarders[int(m[1])] = int(path.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return Pids(ranks, forwarders)
 
 
 @dataclass(frozen=True)
@@ -331,4 +288,4 @@ def _signal_name(signum: int, status: int | None = None) -> str:
     return f"signal {signum}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-__all__ = ["Evidence", "JobEnd", "Pids", "Report", "diagnose", "read_pids"]
+__all__ = ["Evidence", "JobEnd", "Report", "diagnose"]

@@ -19,10 +19,9 @@ The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi
 
 The host flags come from _placement.py (``-hosts`` with the ranks placed on each host, left out
 when every host is ``localhost``; the binding flags for ``placement: paired``). A forwarder is
-bound to a CPU only when its zipper node lists ``cpus``: on a host shared with ranks, measured
-on 2 cores with ``paired`` ranks (both leaders on CPU 0), a forwarder on CPU 1 with the other
-ranks made a 2+2 Barrier and 8 B Allreduce a third faster, one left free or put with the
-leaders did not (benchmarks/RESULTS.md, "Placement"). A wrapper
+bound to a CPU only when its zipper node lists ``cpus``: on a host shared with ranks it does
+best beside the ranks that only wait, away from the leaders (docs/performance.md,
+"Placement"). A wrapper
 (``ip netns exec NS``, ``srun ...``) is put before the whole command line. A ``Launch.env``
 holds only these additions (the runner merges them over ``os.environ``).
 

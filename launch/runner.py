@@ -21,8 +21,6 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
 import os
 import re
 import shutil
@@ -31,14 +29,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, NamedTuple
 
 from mmpi.errors import MMPIError
 
-from . import _diagnose
+from . import _diagnose, hygiene
 from ._diagnose import Evidence, JobEnd
 from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 
@@ -48,12 +45,7 @@ EARLY_EXIT_GRACE = 5.0  # a forwarder exiting 0 at the very end races with mpiex
 SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finished
 READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
 FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
-SHM_GLOB = "/dev/shm/mpich_shm_*"
-# Hydra writes its hwloc topology here and removes it at a clean exit, not when killed.
-HWLOC_GLOB = "/tmp/hydra_hwloc_xmlfile_*"
-SHM_SETTLE = 1.0  # seconds SIGKILLed ranks may take to unmap their segments
 
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _MARK = CHUNK_MARK.encode()
 _CHUNK_HEAD = re.compile(rb"\[(\d+)\] ")
 
@@ -230,8 +222,8 @@ def run(
 ) -> int:
     """Run `plan` to completion; return 0, the failure's cause's status, 130 on Ctrl-C."""
     output = _Output()
-    shm_before = _shm_files()
-    hwloc_before = set(glob.glob(HWLOC_GLOB))
+    shm_before = hygiene.shm_files()
+    hwloc_before = hygiene.hwloc_files()
     jobs: list[_Job] = []
     failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
@@ -257,12 +249,12 @@ def run(
         finally:
             with _signals_ignored():
                 # The pid files go with the rendezvous directory: read them first.
-                pids = _diagnose.read_pids(rendezvous) if failures else _diagnose.NO_PIDS
+                pids = hygiene.read_pids(rendezvous) if failures else hygiene.NO_PIDS
                 failed = _shut_down(jobs, failures, output, term_grace, pids)
                 status = failed if failed is not None else status
                 if status != 0:
-                    _remove_new_shm(shm_before)
-                    _remove_new_hwloc(hwloc_before)
+                    hygiene.remove_new_shm(shm_before)
+                    hygiene.remove_new_hwloc(hwloc_before)
     finally:
         shutil.rmtree(rendezvous, ignore_errors=True)
     return status
@@ -273,7 +265,7 @@ def _shut_down(
     failures: list[_Failure],
     output: _Output,
     term_grace: float,
-    pids: _diagnose.Pids,
+    pids: hygiene.Pids,
 ) -> int | None:
     """Report the failures, stop what still runs, drain the output, recap; return the status."""
     running = [j for j in jobs if j.proc.poll() is None]
@@ -319,30 +311,11 @@ def _spawn(launch: Launch) -> _Job:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_die_with_parent(),
+            preexec_fn=hygiene.die_with_parent(),
         )
     except OSError as exc:
         raise LaunchError(f"cannot start {launch.role} {launch.name!r}: {exc}") from exc
     return _Job(launch, proc)
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """Return a preexec_fn that makes the kernel SIGTERM the job if mmpi-run dies (Linux).
-
-    Our own clean-up covers every way of stopping mmpi-run except SIGKILL (a test harness's
-    timeout, the OOM killer); then mpiexec gets SIGTERM and stops its ranks itself.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in it
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # mmpi-run died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
 
 
 def _start_readers(job: _Job, output: _Output) -> None:
@@ -508,65 +481,6 @@ def _signals_ignored() -> Iterator[None]:
     finally:
         for signum, previous in saved.items():
             signal.signal(signum, previous)
-
-
-def _shm_files() -> set[str]:
-    return set(glob.glob(SHM_GLOB))
-
-
-def _remove_new_shm(before: set[str]) -> None:
-    """Remove MPICH shm files that appeared during the run, are ours and nobody maps any more."""
-    uid = os.getuid()
-    candidates = []
-    for path in _shm_files() - before:
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_uid == uid:
-                candidates.append(path)
-    # Another MPI job of ours may have started meanwhile; its segments are mapped, leave them.
-    # Ours may look mapped for a moment too: a killed rank unmaps as it dies, which is after
-    # its mpiexec (all we wait for) has gone. So look again a few times before giving up.
-    deadline = time.monotonic() + SHM_SETTLE
-    while candidates:
-        in_use = _paths_in_use(Path(SHM_GLOB).parent)
-        for path in candidates:
-            if path not in in_use:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-        candidates = [p for p in candidates if p in in_use]
-        if not candidates or time.monotonic() > deadline:
-            return
-        time.sleep(0.1)
-
-
-def _remove_new_hwloc(before: set[str]) -> None:
-    """Remove the hwloc files that killed Hydra processes of this run left in /tmp."""
-    new = set(glob.glob(HWLOC_GLOB)) - before
-    if not new:
-        return
-    in_use = _paths_in_use(Path(HWLOC_GLOB).parent)
-    for path in new - in_use:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
-def _paths_in_use(directory: Path) -> set[str]:
-    """Paths under `directory` that a live process has open or mapped (best effort, Linux)."""
-    prefix = f"{directory}/"
-    used: set[str] = set()
-    for proc in glob.glob("/proc/[0-9]*"):
-        with contextlib.suppress(OSError):
-            with open(f"{proc}/maps") as maps:
-                for line in maps:
-                    where = line.find(prefix)
-                    if where >= 0:
-                        used.add(line[where:].rstrip("\n").removesuffix(" (deleted)"))
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"{proc}/fd"):
-                with contextlib.suppress(OSError):
-                    target = os.readlink(f"{proc}/fd/{fd}")
-                    if target.startswith(prefix):
-                        used.add(target)
-    return used
 
 
 __all__ = ["LaunchError", "run"]

@@ -11,5 +11,12 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 KERNELS = ("ep", "is", "cg", "mg", "lu")
 CLASSES = ("S", "W", "A", "B")
+# scipy (CG's sparse matrix) and numba (compiled MG and LU loops) are not in a core install.
+INSTALL_HINT = 'pip install "mmpi[nas]"'
 
-__all__ = ["CLASSES", "KERNELS"]
+
+class MissingExtra(ImportError):
+    """A kernel needs a package of the ``nas`` extra that is not installed."""
+
+
+__all__ = ["CLASSES", "INSTALL_HINT", "KERNELS", "MissingExtra"]

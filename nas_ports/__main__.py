@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
-from . import CLASSES, KERNELS
+from . import CLASSES, KERNELS, MissingExtra
 from ._npb import World, format_report
 
 # `is` is a Python keyword, so the IS kernel lives in is_.py.
@@ -34,10 +34,17 @@ def _kernel_module(kernel: str) -> ModuleType:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one kernel; return 0 when rank 0 verified it, 1 when not, 3 on an internal error."""
+    """Run one kernel; return 0 when rank 0 verified it, 1 when not, 3 on an internal error.
+
+    A kernel whose packages (the ``nas`` extra) are missing says so and returns 1.
+    """
     args = _parser().parse_args(argv)
     # Import the kernel (and with it MPI) only after the arguments are known to be good.
-    module = _kernel_module(args.kernel)
+    try:
+        module = _kernel_module(args.kernel)
+    except MissingExtra as exc:  # before MPI starts: every rank says so and exits
+        print(f"python -m nas_ports: {exc}", file=sys.stderr)
+        return 1
     from mmpi import MPI
 
     world = World.from_mpi(MPI)

@@ -1,8 +1,9 @@
 """Optional Numba compilation of the loop kernels of MG and LU, with a plain-Python fallback.
 
 Rule: every kernel given to `kernel` must also be correct as ordinary Python, because without
-Numba (or with NAS_PORTS_NO_JIT=1) it runs as written — slowly, but the results are the same.
-Compiled code is cached next to the sources, so only the first run of a kernel pays for it.
+Numba (not in a core install: the ``nas`` extra brings it) or with NAS_PORTS_NO_JIT=1 it runs
+as written — slowly, but the results are the same. Compiled code is cached next to the
+sources, so only the first run of a kernel pays for it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from . import INSTALL_HINT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +59,7 @@ def kernel(signature: str, *, inline: bool = False) -> Callable[[F], F]:
 def describe() -> str:
     """One line for the report: which engine ran the loop kernels and what compiling cost."""
     if numba is None:
-        why = "disabled by NAS_PORTS_NO_JIT" if _DISABLED else "numba not installed"
+        why = "disabled by NAS_PORTS_NO_JIT" if _DISABLED else f"no numba: {INSTALL_HINT}"
         return f"loop kernels: plain Python/numpy ({why})"
     return (
         f"loop kernels: Numba {numba.__version__}, compiled or loaded from cache in "

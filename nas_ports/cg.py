@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+
+from . import INSTALL_HINT, MissingExtra
+
+try:
+    import scipy.sparse as sp
+except ImportError as exc:
+    raise MissingExtra(f"the CG kernel needs scipy, which the nas extra brings: {INSTALL_HINT}") \
+        from exc
 
 from mmpi import MPI
 

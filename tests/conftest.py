@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from launch import hygiene
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGS = ROOT / "tests" / "mpi" / "progs"
@@ -29,19 +34,39 @@ class Job:
         return self.stdout + "\n--- stderr ---\n" + self.stderr
 
 
-def _run(cmd: list[str], timeout: float, env: dict | None = None) -> Job:
+def _run(cmd: list[str], timeout: float, env: dict | None = None, *,
+         bridged: bool = False) -> Job:
     full_env = dict(os.environ)
     full_env.pop("MMPI_RENDEZVOUS", None)
     full_env.update(env or {})
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env,
-                           cwd=ROOT, start_new_session=True)
-    except subprocess.TimeoutExpired as exc:
-        # A hang is a failure, and must not leave the job behind.
-        subprocess.run(["pkill", "-f", str(PROGS)], check=False)
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        pytest.fail(f"job timed out after {timeout} s: {' '.join(cmd)}\n{out[-3000:]}")
-    return Job(p.returncode, p.stdout, p.stderr)
+    with tempfile.TemporaryDirectory(prefix="mmpi-test-", ignore_cleanup_errors=True) as tmp:
+        if bridged:
+            full_env["TMPDIR"] = tmp  # mmpi-run makes the job's rendezvous directory here
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=full_env, cwd=ROOT, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # A hang is a failure, and must not leave the job behind: end what we started.
+            _stop(p, Path(tmp) if bridged else None)
+            out, err = p.communicate()
+            pytest.fail(f"job timed out after {timeout} s: {' '.join(cmd)}\n{out[-3000:]}\n"
+                        f"--- stderr ---\n{err[-3000:]}")
+    return Job(p.returncode, out, err)
+
+
+def _stop(p: subprocess.Popen, tmp: Path | None) -> None:
+    """SIGKILL the process group we started and, for a bridged job, its ranks and forwarders.
+
+    start_new_session made the launched pid the group's id. mmpi-run starts each of its jobs
+    in a group of its own, so those are found through the job's pid files instead (a killed
+    mmpi-run leaves its rendezvous directory behind).
+    """
+    rendezvous = sorted(tmp.glob("mmpi-*")) if tmp else []
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, signal.SIGKILL)
+    for rdv in rendezvous:
+        hygiene.kill_job(rdv, signal.SIGKILL)
 
 
 def mmpi_run_cmd() -> list[str]:
@@ -57,15 +82,11 @@ def _no_shm_left_behind():
     mmpi-run cleans up after its own failed jobs, but several tests start MPI jobs by hand and
     kill them on purpose.
     """
-    import glob
-
-    from launch.runner import HWLOC_GLOB, _remove_new_hwloc, _remove_new_shm, _shm_files
-
-    before = _shm_files()
-    hwloc_before = set(glob.glob(HWLOC_GLOB))
+    before = hygiene.shm_files()
+    hwloc_before = hygiene.hwloc_files()
     yield
-    _remove_new_shm(before)
-    _remove_new_hwloc(hwloc_before)
+    hygiene.remove_new_shm(before)
+    hygiene.remove_new_hwloc(hwloc_before)
 
 
 @pytest.fixture
@@ -76,7 +97,7 @@ def bridged():
             env: dict | None = None, launcher_args: tuple[str, ...] = ()) -> Job:
         cmd = [*mmpi_run_cmd(), "--low", str(low), "--high", str(high), *launcher_args,
                sys.executable, str(PROGS / prog) if not prog.startswith("-") else prog, *args]
-        return _run(cmd, timeout, env)
+        return _run(cmd, timeout, env, bridged=True)
 
     return run
 

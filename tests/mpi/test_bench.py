@@ -17,7 +17,7 @@ pytestmark = pytest.mark.mpi
 def bench_cmd() -> list[str]:
     """Return the console script when installed, else the module."""
     exe = shutil.which("mmpi-bench")
-    return [exe] if exe else [sys.executable, "-m", "mmpi.bench"]
+    return [exe] if exe else [sys.executable, "-m", "bench"]
 
 
 def run_bench(*args: str, timeout: float) -> subprocess.CompletedProcess:

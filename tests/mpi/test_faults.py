@@ -26,18 +26,18 @@ def _no_orphans(marker: str) -> None:
 
 
 def _bridged_fault(mode: str, victim: int, timeout: float = 60, prog: str = "faults.py"):
-    from launch.runner import _paths_in_use, _shm_files
+    from launch.hygiene import paths_in_use, shm_files
 
     marker = f"fault-{uuid.uuid4().hex[:10]}"
     cmd = [*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable,
            str(PROGS / prog), mode, str(victim), marker]
-    before = _shm_files()
+    before = shm_files()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     took = time.monotonic() - t0
     # mmpi-run must clean up the shared-memory segments its killed jobs leave behind
-    left = {f for f in _shm_files() - before
-            if f not in _paths_in_use(__import__("pathlib").Path("/dev/shm"))}
+    left = {f for f in shm_files() - before
+            if f not in paths_in_use(__import__("pathlib").Path("/dev/shm"))}
     assert not left, f"{mode}: shared-memory files left behind: {sorted(left)}"
     return p, took, marker
 

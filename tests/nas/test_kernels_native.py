@@ -106,3 +106,16 @@ def test_mg_without_numba_uses_the_numpy_operators() -> None:
     proc = run_kernel("mg", 2, env={"NAS_PORTS_NO_JIT": "1"})
     assert_verified(proc)
     assert "plain Python/numpy" in proc.stdout
+
+
+@pytest.mark.timeout(60)
+def test_cg_without_scipy_names_the_extra(tmp_path) -> None:
+    """A core install has no scipy: CG says which extra brings it, on every rank, and exits 1."""
+    fake = tmp_path / "scipy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('scipy hidden by the test')\n")
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    proc = run_kernel("cg", 2, env={"PYTHONPATH": path})
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count('CG kernel needs scipy, which the nas extra brings: '
+                             'pip install "mmpi[nas]"') == 2, proc.stderr

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from mmpi.bench import cli
-from mmpi.bench._catalog import BENCHES, COLL_SIZES, P2P_SIZES
+from bench import cli
+from bench._catalog import BENCHES, COLL_SIZES, P2P_SIZES
 
 PY = "/usr/bin/python3"
 RUN = ("/bin/mmpi-run",)
@@ -53,10 +53,10 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
     assert [(r.mode, r.group) for r in runs] == [
         ("native", "p2p"), ("across", "p2p"), ("bridged", "p2p"), ("native", "world"),
         ("bridged", "world"), ("native", "pairs"), ("bridged", "pairs")]
-    worker = (PY, "-m", "mmpi.bench.worker")
+    worker = (PY, "-m", "bench.worker")
     assert runs[0].argv == ("/bin/mpiexec", "-n", "2", *worker, "--low", "1", "--reps", "3",
                             "latency=8")
-    assert runs[1].argv == (PY, "-m", "mmpi.bench.across", "/bin/mpiexec", *worker, "--low",
+    assert runs[1].argv == (PY, "-m", "bench.across", "/bin/mpiexec", *worker, "--low",
                             "1", "--reps", "3", "latency=8")
     assert runs[2].argv == (*RUN, "--low", "1", "--high", "1", *worker, "--low", "1",
                             "--reps", "3", "latency=8")
@@ -165,7 +165,7 @@ def test_failed_job_still_reports_and_exits_1(monkeypatch, tmp_path, capsys):
 
 
 def test_from_json_reprints_tables_without_measuring(monkeypatch, tmp_path, capsys):
-    from mmpi.bench import report
+    from bench import report
 
     rows = report.merge({"native": [{"type": "result", "bench": "latency", "size": 8,
                                      "unit": "us", "value": 2.0, "iters": 5}],

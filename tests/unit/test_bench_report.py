@@ -1,4 +1,4 @@
-"""Tests of mmpi.bench.report: merging, ratios, OSU-style tables, JSON, plots, from fake figures."""
+"""Tests of bench.report: merging, ratios, OSU-style tables, JSON, plots, from fake figures."""
 # ruff: noqa: D103  (test names say what they check)
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mmpi.bench import report
+from bench import report
 
 
 def rec(bench, size, value, unit="us", **extra):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from launch import runner
+from launch import hygiene
 from launch.plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 from launch.runner import LaunchError, _Labeller, _RankDemux, run
 
@@ -375,7 +375,7 @@ def test_lines_never_interleave(capsys, rendezvous):
 def test_shm_files_left_by_a_failure_are_removed(rendezvous, tmp_path, monkeypatch):
     shm = tmp_path / "shm"
     shm.mkdir()
-    monkeypatch.setattr(runner, "SHM_GLOB", str(shm / "mpich_shm_*"))
+    monkeypatch.setattr(hygiene, "SHM_GLOB", str(shm / "mpich_shm_*"))
     (shm / "mpich_shm_before").write_text("")
     left, busy = shm / "mpich_shm_left", shm / "mpich_shm_busy"
     # Another MPI job of ours whose segment appears during the run and stays open: leave it.
@@ -410,7 +410,7 @@ def test_shm_files_left_by_a_failure_are_removed(rendezvous, tmp_path, monkeypat
 
 @pytest.mark.timeout(20)
 def test_shm_files_are_left_alone_on_success(rendezvous, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "SHM_GLOB", str(tmp_path / "mpich_shm_*"))
+    monkeypatch.setattr(hygiene, "SHM_GLOB", str(tmp_path / "mpich_shm_*"))
     code = f"open({str(tmp_path / 'mpich_shm_x')!r}, 'w').close()"
     assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 0
     assert (tmp_path / "mpich_shm_x").exists()
@@ -459,7 +459,8 @@ def test_jobs_die_with_a_killed_runner(tmp_path):
 
 # -- failure reports: who is the cause, from what the jobs printed -------------------------------
 
-from launch._diagnose import Evidence, JobEnd, Pids, diagnose, read_pids  # noqa: E402
+from launch._diagnose import Evidence, JobEnd, diagnose  # noqa: E402
+from launch.hygiene import Pids  # noqa: E402
 
 BANNER_KILLED = [  # what Hydra (MPICH 5.0.2) printed for a rank SIGKILLed by itself
     "",
@@ -577,19 +578,6 @@ def test_unknown_pid_and_old_banner_format():
 def test_a_job_that_says_nothing_is_reported_as_before():
     report = diagnose([JobEnd("high", CLUSTER, 3, "exited with status 3", Evidence())])
     assert report.lines == ["cluster 'high' exited with status 3"]
-
-
-def test_read_pids(tmp_path):
-    (tmp_path / "rank.high.1.pid").write_text("6719 3")
-    (tmp_path / "rank.low.0.pid").write_text("6716 0")
-    (tmp_path / "forwarder.0.pid").write_text("6700")
-    (tmp_path / "rank.low.1.pid").write_text("")  # torn: skipped
-    (tmp_path / "port.0.low").write_text("x")
-    pids = read_pids(tmp_path)
-    assert pids.ranks == {("high", 1): (6719, 3), ("low", 0): (6716, 0)}
-    assert pids.forwarders == {0: 6700}
-    assert pids.rank_of(6719) == ("high", 1, 3) and pids.rank_of(6719, "low") is None
-    assert read_pids(tmp_path / "gone") == Pids({}, {})
 
 
 @pytest.mark.timeout(20)

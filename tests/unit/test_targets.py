@@ -1,17 +1,10 @@
-"""benchmarks/targets.py: issue 5's target ratios out of `mmpi-bench --json` files."""
+"""mmpi-bench --targets: the performance targets' ratios out of `mmpi-bench --json` files."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-_spec = importlib.util.spec_from_file_location("targets", ROOT / "benchmarks" / "targets.py")
-targets = importlib.util.module_from_spec(_spec)
-sys.modules["targets"] = targets  # its dataclass looks its module up there
-_spec.loader.exec_module(targets)
+from bench import cli, targets
 
 M = 1 << 20
 
@@ -76,7 +69,7 @@ def test_the_summary_counts_runs_meeting_each_target(tmp_path, capsys):
     files = [tmp_path / "a.json", tmp_path / "b.json"]
     files[0].write_text(json.dumps(FULL))
     files[1].write_text(json.dumps(slow))
-    assert targets.main([str(f) for f in files]) == 0
+    assert cli.main(["--targets", *map(str, files)]) == 0
     lines = {ln.split("  ")[0]: ln for ln in capsys.readouterr().out.splitlines()}
     assert "1 of 2" in lines["barrier"]
     assert "2 of 2" in lines["bcast 1 MiB"]
@@ -86,5 +79,5 @@ def test_the_summary_counts_runs_meeting_each_target(tmp_path, capsys):
 def test_a_file_that_is_not_mmpi_bench_output_is_named(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"tool": "something else"}')
-    assert targets.main([str(bad)]) == 1
-    assert "bad.json" in capsys.readouterr().err
+    assert cli.main(["--targets", str(bad)]) == 1
+    assert "bad.json: not an mmpi-bench --json file" in capsys.readouterr().err

@@ -1,6 +1,0 @@
-"""``python -m mmpi.bench``: the mmpi-bench command line."""
-
-from .cli import main
-
-if __name__ == "__main__":
-    raise SystemExit(main())
