@@ -125,7 +125,8 @@ class Forwarder:
             raise BridgeError(f"it claims to be cluster {hello['cluster']!r}")
         return hello
 
-    def _start(self) -> Layout:
+    def _admit_all(self) -> dict[str, Link]:
+        """Open a port per cluster, publish it, and admit each cluster on its own."""
         if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
             raise BridgeError("the forwarder needs MPI_THREAD_MULTIPLE for its relay threads, "
                               f"this MPI gives level {MPI.Query_thread()}")
@@ -139,6 +140,10 @@ class Forwarder:
         self._admitted.set()
         for port in ports.values():
             MPI.Close_port(port)
+        return self.links
+
+    def _hand_out_layout(self) -> Layout:
+        """Tell every rank of both clusters the layout and this forwarder's parameters."""
         layout = Layout(self.links["low"].size, self.links["high"].size)
         for c, link in self.links.items():
             link.place(layout.vranks(c))
@@ -156,8 +161,17 @@ class Forwarder:
 
     def run(self) -> int:
         """Serve one bridged job from admission to shutdown; return an exit status."""
+        return self.serve(self._admit_all())
+
+    def serve(self, links: dict[str, Link]) -> int:
+        """Relay between the clusters of `links` ("low", "high") until both said BYE; close.
+
+        `links` come from admission (`run`), or from anywhere else that joins the clusters
+        by intercommunicators (the tests' fake link does it inside one MPI job).
+        """
         t0 = time.monotonic()
-        layout = self._start()
+        self.links = links
+        layout = self._hand_out_layout()
         self.log(f"admitted low={layout.low_size} high={layout.high_size} ranks "
                  f"(rss {rss_mib():.0f} MiB)")
         low, high = self.links["low"], self.links["high"]

@@ -12,8 +12,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from mmpi.wire import rendezvous as _rendezvous
 from mmpi.errors import MMPIError
+from mmpi.wire import rendezvous as _rendezvous
 
 from . import config as _config
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan

@@ -60,8 +60,8 @@ from types import MappingProxyType
 
 import yaml
 
-from mmpi.wire.rendezvous import CLUSTERS
 from mmpi.errors import MMPIError
+from mmpi.wire.rendezvous import CLUSTERS
 
 from ._hosts import HostsError, parse_hostfile, slurm_hosts
 

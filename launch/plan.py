@@ -1,6 +1,6 @@
 r"""Turn a job description into the exact mpiexec command lines and environments; no side effects.
 
-The plan is the contract between mmpi-run, the forwarder and the ranks (see mmpi/wire/rendezvous.py):
+The plan is the contract between mmpi-run, the forwarder and the ranks (mmpi/wire/rendezvous.py):
 
 - forwarder i (``fwd<i>``), one per daemon over all zipper nodes, started first::
 

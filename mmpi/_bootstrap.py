@@ -32,45 +32,51 @@ def join():
         raise BridgeError(f"{R.ENV_CLUSTER} must be 'low' or 'high', got {cluster!r}")
     timeout = float(os.environ.get(R.ENV_CONNECT_TIMEOUT, "60"))
 
-    from . import request
-    from ._communicator import world as make_world
-    from ._engine import Engine
     from ._native import MPI
-    from .comm import Comm
-    from .wire.layout import Layout
 
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     path = Path(rdv)
     nfwd = int(os.environ.get(R.ENV_FORWARDERS, "1"))
     links = []
-    layouts = []
     for index in range(nfwd):
         ctrl = _connect(world, path, cluster, index, timeout)
-        data = ctrl.Dup()
-        links.append((ctrl, data))
-    for ctrl, _ in links:
-        body = P.decode_control(_wait_control(ctrl, P.T_LAYOUT, timeout, cluster),
-                                ("low", "high", "eager_max", "chunk"))
-        layouts.append(body)
+        links.append((ctrl, ctrl.Dup()))
+    comm = world_over(cluster, world, links, timeout)
+    # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
+    R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {_engine.vrank}")
+    atexit.register(finalize)
+    _install_excepthook(world)
+    _install_exit_hook(world, _engine)
+    return comm
+
+
+def world_over(cluster: str, local, links: list, timeout: float, *,
+               stripe_min: int | None = None):
+    """The bridged COMM_WORLD of this rank of `cluster`, whose native world is `local`.
+
+    `links` (control, data) join it to each forwarder: wait for their layout, start the engine.
+    """
+    from . import request
+    from ._communicator import world as make_world
+    from ._engine import Engine
+    from .comm import Comm
+    from .wire.layout import Layout
+
+    layouts = [P.decode_control(_wait_control(ctrl, P.T_LAYOUT, timeout, cluster),
+                                ("low", "high", "eager_max", "chunk")) for ctrl, _ in links]
     body = layouts[0]
     if any((b["low"], b["high"]) != (body["low"], body["high"]) for b in layouts):
         raise BridgeError(f"the forwarders disagree on the layout: {layouts}")
-    layout = Layout(body["low"], body["high"])
     global _engine
     _engine = engine = Engine(
-        cluster=cluster, local=world, links=links, layout=layout,
+        cluster=cluster, local=local, links=links, layout=Layout(body["low"], body["high"]),
         eager_max=env_int("MMPI_EAGER_MAX", body["eager_max"]),
         chunk=min(b["chunk"] for b in layouts),
-        stripe_min=env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),
+        stripe_min=stripe_min or env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),
     )
     core = make_world(engine)
     request.bind(engine)
-    # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
-    R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {engine.vrank}")
-    atexit.register(finalize)
-    _install_excepthook(world)
-    _install_exit_hook(world, engine)
     return Comm(core, "MPI_COMM_WORLD")
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mpi4py import MPI
 
+from ._native import MPI
 from .errors import BufferError_
 
 _EMPTY = memoryview(bytearray(0))

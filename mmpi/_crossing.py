@@ -47,7 +47,7 @@ _SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
 
 
 class Crossings:
-    """This rank's crossings (T_COLL): sent, kept until wanted, awaited."""
+    """The crossings (T_COLL) of this rank: sent, kept until wanted, awaited."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -126,8 +126,8 @@ class Crossings:
             return False
         if m.tag != tag:
             raise UsageError(
-                f"{name} on rank {ctx.from_world[self.vrank]}: rank {source} sent its part of another "
-                f"collective (internal tag {m.tag}, through the matcher; this is call "
+                f"{name} on rank {ctx.from_world[self.vrank]}: rank {source} sent its part of "
+                f"another collective (internal tag {m.tag}, through the matcher; this is call "
                 f"{call + 1}, tag {tag}): the ranks called different collectives, or in a "
                 "different order"
             )
@@ -139,7 +139,7 @@ class Crossings:
         return True
 
     def _me(self, ctx: Context) -> str:
-        """This rank in `ctx`'s communicator, and its cluster, for errors."""
+        """The rank of this process in `ctx`'s communicator, and its cluster, for errors."""
         return f"{ctx.from_world[self.vrank]} ({self.engine.cluster} cluster)"
 
     def other_call(self, name: str, source: int, sent: int, call: int, tag: int,
@@ -194,8 +194,10 @@ class Crossings:
 
     def after_drain(self, ctx: Context, source: int, tag: int, name: str, sized: bool,
                     call: int):
-        """After a full progress: the crossing, if a drain kept it; None if it came through
-        the matcher (`sized`); else PENDING."""
+        """After a full progress: the crossing if a drain kept it, else PENDING.
+
+        None if the part came through the matcher (`sized`).
+        """
         got = self.take_kept((ctx.id, ctx.world_of[source]))
         if got is not None:
             return got
@@ -459,57 +461,6 @@ class Coll:
     def local_of(self, rank: int) -> int:
         """The native rank of `rank` (in this cluster) in `local`."""
         return self.ctx.local_of[rank]
-
-    # -- waiting (Rule 3) ---------------------------------------------------------------
-    def wait(self, w):
-        """Wait for what a step yielded; return its value (a crossing's payload, else None)."""
-        t = type(w)
-        if t is _Request:
-            if not w.Test():
-                self.engine.wait_one(w)
-            return None
-        if t is CrossRecv:
-            return w.wait()
-        if t is Op:
-            if not w.done:
-                self.engine.wait_for(w.poll, w.remote)
-            if w.error is not None:
-                raise w.error
-            return None
-        natives = [r for r in w if type(r) is _Request]
-        ours = [r for r in w if type(r) is Op]
-        if natives:
-            self.engine.wait_all(natives)
-        if ours:
-            self.engine.wait_for(lambda: all([o.poll() for o in ours]))
-            for o in ours:
-                if o.error is not None:
-                    raise o.error
-        return None
-
-    def ready(self, w):
-        """What a step yielded, if it is over now (its value), else PENDING."""
-        t = type(w)
-        if t is _Request:
-            return None if w.Test() else PENDING
-        if t is CrossRecv:
-            return w.ready()
-        if t is Op:
-            if not w.poll():
-                return PENDING
-            if w.error is not None:
-                raise w.error
-            return None
-        natives = [r for r in w if type(r) is _Request]
-        ours = [r for r in w if type(r) is Op]
-        if natives and not _Request.Testall(natives):
-            return PENDING
-        if not all([o.poll() for o in ours]):
-            return PENDING
-        for o in ours:
-            if o.error is not None:
-                raise o.error
-        return None
 
 
 def dumps(obj) -> bytes:

@@ -182,7 +182,7 @@ class Engine:
 
     # -- ranks that have left (Rule 3) ---------------------------------------------------
     def enter(self, comm) -> None:
-        """This rank starts a collective call on `comm` (a communicator core)."""
+        """A collective call on `comm` (a communicator core) starts on this rank."""
         self._current = comm
         if self.gone:
             self._check_gone()
@@ -198,8 +198,8 @@ class Engine:
             if r is not None and colls.get(comm.coll.id, 0) <= call:
                 return RankGone(
                     f"{name} on rank {comm.rank}: rank {r} has already finalized (or exited) "
-                    f"after {colls.get(comm.coll.id, 0)} collective call(s) on this "
-                    f"communicator; this is call {call + 1}, which it will never join"
+                    f"after {colls.get(comm.coll.id, 0)} collective call(s); this is call "
+                    f"{call + 1}, which it will never join"
                 )
         return None
 

@@ -13,6 +13,7 @@ from ._communicator import Core
 from ._native import MPI
 from ._p2p_api import PointToPointMethods
 from .errors import NotBridged
+from .wire.layout import Layout
 
 _Intracomm = MPI.Intracomm
 
@@ -21,6 +22,7 @@ class Comm(PointToPointMethods, CollectiveMethods, _Intracomm):
     """A communicator of the bridged world (mirrors mpi4py.MPI.Intracomm)."""
 
     def __new__(cls, *args, **kwargs):
+        """A new bridged communicator object (its native handle stays MPI_COMM_NULL)."""
         return _Intracomm.__new__(cls)
 
     def __init__(self, core: Core, name: str) -> None:
@@ -73,6 +75,12 @@ class Comm(PointToPointMethods, CollectiveMethods, _Intracomm):
     def cluster(self) -> str:
         """Name of this process's cluster: 'low' or 'high'."""
         return self._core.engine.cluster
+
+    @property
+    def layout(self) -> Layout:
+        """Which cluster runs each rank of this communicator (mmpi's own, not mpi4py's)."""
+        owners = self._core.engine.layout.owners
+        return Layout.from_owners([owners[w] for w in self._core.members])
 
     def Get_name(self) -> str:
         """Name of the communicator."""

@@ -246,6 +246,7 @@ class BridgedRequest(Request):
     __slots__ = ("_op", "_pickled", "_consumed", "_value")
 
     def __new__(cls, *args, **kwargs):
+        """A new bridged request object (its native handle stays MPI_REQUEST_NULL)."""
         return _native.__new__(cls)
 
     def __init__(self, op: Op, pickled: bool = False) -> None:

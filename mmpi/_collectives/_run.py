@@ -12,25 +12,81 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from .._crossing import CrossRecv
+from .._native import MPI
 from .._op import PENDING, Op
 
 if TYPE_CHECKING:
     from .._communicator import Core
+    from .._engine import Engine
+
+_Request = MPI.Request
+
+
+def wait(engine: Engine, w):
+    """Wait for what a step yielded; return its value (a crossing's payload, else None)."""
+    t = type(w)
+    if t is _Request:
+        if not w.Test():
+            engine.wait_one(w)
+        return None
+    if t is CrossRecv:
+        return w.wait()
+    if t is Op:
+        if not w.done:
+            engine.wait_for(w.poll, w.remote)
+        if w.error is not None:
+            raise w.error
+        return None
+    natives = [r for r in w if type(r) is _Request]
+    ours = [r for r in w if type(r) is Op]
+    if natives:
+        engine.wait_all(natives)
+    if ours:
+        engine.wait_for(lambda: all([o.poll() for o in ours]))
+        for o in ours:
+            if o.error is not None:
+                raise o.error
+    return None
+
+
+def ready(w):
+    """What a step yielded, if it is over now (its value), else PENDING."""
+    t = type(w)
+    if t is _Request:
+        return None if w.Test() else PENDING
+    if t is CrossRecv:
+        return w.ready()
+    if t is Op:
+        if not w.poll():
+            return PENDING
+        if w.error is not None:
+            raise w.error
+        return None
+    natives = [r for r in w if type(r) is _Request]
+    ours = [r for r in w if type(r) is Op]
+    if natives and not _Request.Testall(natives):
+        return PENDING
+    if not all([o.poll() for o in ours]):
+        return PENDING
+    for o in ours:
+        if o.error is not None:
+            raise o.error
+    return None
 
 
 def blocking(core: Core, name: str, steps: Generator):
     """Run a collective call's `steps` on `core` to the end; return their result."""
     if core.pending:
         core.flush()
-    c = core.start(name)
+    core.start(name)
     e = core.engine
     e.enter(core)
     try:
-        wait = c.wait
         try:
             w = steps.send(None)
             while True:
-                w = steps.send(wait(w))
+                w = steps.send(wait(e, w))
         except StopIteration as stop:
             result = stop.value
     finally:
@@ -64,17 +120,15 @@ class Pending(Op):
         try:
             if not self.started:
                 self.started = True
-                c = core.start(self.name)
+                core.start(self.name)
                 self.waiting = self.steps.send(None)
                 moved = True
-            else:
-                c = core.collective
             if core.engine.gone:
                 error = core.engine.collective_gone(core, core.calls, self.name)
                 if error is not None:
                     raise error
             while True:
-                got = c.ready(self.waiting)
+                got = ready(self.waiting)
                 if got is PENDING:
                     return moved
                 moved = True
@@ -89,4 +143,4 @@ class Pending(Op):
         return True
 
 
-__all__ = ["blocking", "Pending"]
+__all__ = ["blocking", "Pending", "wait", "ready"]

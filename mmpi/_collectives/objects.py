@@ -1,4 +1,4 @@
-"""Collectives of picklable objects (bcast, reduce, allreduce, gather, scatter, allgather, alltoall).
+"""Collectives of picklable objects: bcast, reduce, allreduce, gather, scatter, alltoall, scan.
 
 Inside a cluster, objects move as pickles through the native non-blocking buffer collectives,
 waited on politely: mpi4py's own pickle collectives block inside MPI, and a rank blocked there

@@ -163,8 +163,11 @@ def reduce_scatter(c: Coll, sendbuf, recvbuf, recvcounts, op):
 
 
 def _reduce_scatter(c: Coll, sb: Typed, sizes: list[int], out, op):
-    """The whole reduction at the leaders (swapping the other cluster's blocks), then a
-    native scatter of this cluster's blocks; `sizes` are the blocks' bytes by rank."""
+    """The whole reduction at the leaders, then a native scatter of this cluster's blocks.
+
+    The leaders swap the blocks of the other cluster's ranks; `sizes` are the blocks' bytes
+    by rank.
+    """
     starts = [0]
     for n in sizes:
         starts.append(starts[-1] + n)

@@ -12,7 +12,7 @@ import secrets
 import time
 from pathlib import Path
 
-from .layout import CLUSTERS
+from .layout import CLUSTERS as CLUSTERS  # the cluster names are part of this contract too
 
 # Environment variables set by mmpi-run.
 ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # path of the job's rendezvous directory

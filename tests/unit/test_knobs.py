@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from mmpi.wire.knobs import env_float, env_int
 from mmpi.errors import UsageError
+from mmpi.wire.knobs import env_float, env_int
 
 
 def test_unset_or_empty_gives_the_default(monkeypatch):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from mmpi.wire.layout import Layout, other
 from mmpi.errors import RankError
+from mmpi.wire.layout import Layout, other
 
 
 def test_layout_maps_both_ways():

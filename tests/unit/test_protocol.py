@@ -2,8 +2,8 @@
 
 import pytest
 
-from mmpi.wire import protocol as P
 from mmpi.errors import ProtocolError
+from mmpi.wire import protocol as P
 
 
 def test_envelope_roundtrip():
