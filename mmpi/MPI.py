@@ -1,9 +1,11 @@
 """The ``MPI`` namespace of mmpi: mpi4py's, with a bridged COMM_WORLD when run under mmpi-run.
 
 Under ``mmpi-run`` (the launcher sets ``MMPI_RENDEZVOUS``) importing this module joins the
-bridge, like ``MPI_Init``; ``COMM_WORLD``, ``Request`` and the bridged communicator's class come
-from mmpi. Anywhere else it is plain mpi4py, so the same program runs natively for comparison.
-Every other name (datatypes, ops, constants, ``Wtime``, ``Status``...) is mpi4py's own.
+bridge, like ``MPI_Init``; ``COMM_WORLD`` is bridged, and ``Request``, ``Group``, ``Comm``,
+``Intracomm``, ``Win``, ``File``, ``Attach_buffer``/``Detach_buffer`` are mmpi's stand-ins for
+mpi4py's (subclasses of them that also take bridged objects, see `_facade`). Anywhere else it is
+plain mpi4py, so the same program runs natively for comparison. Every other name (datatypes,
+ops, constants, ``Wtime``, ``Status``...) is mpi4py's own.
 """
 
 from __future__ import annotations
@@ -18,11 +20,33 @@ if _world is None:
     Request = _native.Request
     BRIDGED = False
 else:
-    from .comm import Comm as _BridgedComm  # noqa: F401
+    from ._facade import (  # noqa: F401
+        Attach_buffer,
+        Comm,
+        Detach_buffer,
+        File,
+        Intracomm,
+        Prequest,
+        Win,
+        mpi_exceptions,
+    )
+    from ._group import Group  # noqa: F401
     from .request import Request  # noqa: F401
 
     COMM_WORLD = _world
     BRIDGED = True
+    mpi_exceptions()
+
+    def Query_thread() -> int:
+        """The thread level the bridge supports: calls from one thread at a time."""
+        return min(_native.Query_thread(), _native.THREAD_SERIALIZED)
+
+    def Init_thread(required: int = _native.THREAD_MULTIPLE) -> int:
+        """MPI is initialized already (the bridge joined at import): the level it provides."""
+        return Query_thread()
+
+    def Init() -> None:
+        """MPI is initialized already: the bridge joined at import."""
 
     def Finalize() -> None:
         """Leave the bridge, then finalize MPI."""

@@ -1,7 +1,9 @@
-"""The collective methods of a bridged communicator: each checks its arguments, then runs.
+"""The collective methods of a bridged communicator: check the arguments, then run the steps.
 
-The algorithms live in `_collectives` by family; here each call is named and run to the end
-(blocking) on the communicator's core.
+A communicator across the zipper runs the cluster-aware algorithms of `_collectives` (to the
+end for a blocking call; a non-blocking call returns a request and its steps advance whenever
+the rank polls). A communicator inside one cluster hands the call, buffers as given, to the
+native non-blocking collective of its native communicator, and waits politely.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from ._collectives import alltoall as A
 from ._collectives import objects as O
 from ._collectives import reductions as R
 from ._collectives import rooted as T
+from ._collectives._run import Pending
 from ._native import MPI
+from ._op import Op
+from .errors import NotBridged
+from .request import BridgedRequest
 
 _SUM = MPI.SUM
 
 
 class CollectiveMethods:
-    """Mixin of the bridged communicator: mpi4py's blocking collectives."""
+    """Mixin of the bridged communicator: mpi4py's collectives, blocking and not."""
 
     __slots__ = ()
 
@@ -30,75 +36,247 @@ class CollectiveMethods:
             c.name = name  # for errors found while checking the arguments
         return c
 
-    # -- buffer forms --------------------------------------------------------------------
+    def _submit(self, name: str, steps) -> BridgedRequest:
+        """Start a non-blocking collective call: queued behind earlier ones on this comm."""
+        pending = Pending(self._core, name, steps)
+        self._core.submit(pending)
+        return BridgedRequest(pending)
+
+    def _native(self, name: str, *args):
+        """A call on a communicator inside one cluster: the native one, waited politely."""
+        core = self._core
+        core.engine.check()
+        if core.pending:
+            core.flush()
+        req = getattr(core.coll.comm, "I" + name)(*args)
+        if not req.Test():
+            core.engine.wait_one(req)
+        core.calls += 1
+
+    def _inative(self, name: str, *args) -> BridgedRequest:
+        core = self._core
+        core.engine.check()
+        op = Op()
+        op.start([getattr(core.coll.comm, name)(*args)])
+        core.calls += 1
+        return BridgedRequest(op)
+
+    # -- blocking, buffer forms ----------------------------------------------------------
     def Barrier(self) -> None:
         """Tight barrier: nobody leaves before every process has entered."""
+        if not self._core.spans:
+            return self._native("barrier")
         self._core.run("Barrier", R.barrier(self._c("Barrier")))
 
     def Bcast(self, buf, root=0) -> None:
         """Broadcast from `root`."""
+        if not self._core.spans:
+            return self._native("bcast", buf, root)
         self._core.run("Bcast", T.bcast(self._c("Bcast"), buf, root))
 
     def Reduce(self, sendbuf, recvbuf, op=_SUM, root=0) -> None:
         """Reduce to `root`."""
-        self._core.run("Reduce", T.reduce(self._c("Reduce"), sendbuf, recvbuf, op, root))
+        if not self._core.spans:
+            return self._native("reduce", sendbuf, recvbuf, op, root)
+        self._core.run("Reduce", R.reduce(self._c("Reduce"), sendbuf, recvbuf, op, root))
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce to all."""
+        if not self._core.spans:
+            return self._native("allreduce", sendbuf, recvbuf, op)
         self._core.run("Allreduce", R.allreduce(self._c("Allreduce"), sendbuf, recvbuf, op))
 
     def Alltoall(self, sendbuf, recvbuf) -> None:
         """All-to-all with equal blocks."""
+        if not self._core.spans:
+            return self._native("alltoall", sendbuf, recvbuf)
         self._core.run("Alltoall", A.alltoall(self._c("Alltoall"), sendbuf, recvbuf))
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         """All-to-all with per-peer counts and displacements."""
+        if not self._core.spans:
+            return self._native("alltoallv", sendbuf, recvbuf)
         self._core.run("Alltoallv", A.alltoallv(self._c("Alltoallv"), sendbuf, recvbuf))
+
+    def Alltoallw(self, sendbuf, recvbuf) -> None:
+        """All-to-all with a datatype per peer (communicators inside one cluster only)."""
+        if not self._core.spans:
+            return self._native("alltoallw", sendbuf, recvbuf)
+        raise NotBridged("Alltoallw is not bridged yet across the zipper (use Alltoallv)")
 
     def Gather(self, sendbuf, recvbuf, root=0) -> None:
         """Gather equal blocks to `root`."""
+        if not self._core.spans:
+            return self._native("gather", sendbuf, recvbuf, root)
         self._core.run("Gather", T.gather(self._c("Gather"), sendbuf, recvbuf, root))
 
     def Gatherv(self, sendbuf, recvbuf, root=0) -> None:
         """Gather blocks of varying size to `root`."""
+        if not self._core.spans:
+            return self._native("gatherv", sendbuf, recvbuf, root)
         self._core.run("Gatherv", T.gatherv(self._c("Gatherv"), sendbuf, recvbuf, root))
 
     def Scatter(self, sendbuf, recvbuf, root=0) -> None:
         """Scatter equal blocks from `root`."""
+        if not self._core.spans:
+            return self._native("scatter", sendbuf, recvbuf, root)
         self._core.run("Scatter", T.scatter(self._c("Scatter"), sendbuf, recvbuf, root))
 
     def Scatterv(self, sendbuf, recvbuf, root=0) -> None:
         """Scatter blocks of varying size from `root`."""
+        if not self._core.spans:
+            return self._native("scatterv", sendbuf, recvbuf, root)
         self._core.run("Scatterv", T.scatterv(self._c("Scatterv"), sendbuf, recvbuf, root))
 
     def Allgather(self, sendbuf, recvbuf) -> None:
         """Gather equal blocks to every rank."""
+        if not self._core.spans:
+            return self._native("allgather", sendbuf, recvbuf)
         self._core.run("Allgather", A.allgather(self._c("Allgather"), sendbuf, recvbuf))
 
     def Allgatherv(self, sendbuf, recvbuf) -> None:
         """Gather blocks of varying size to every rank."""
+        if not self._core.spans:
+            return self._native("allgatherv", sendbuf, recvbuf)
         self._core.run("Allgatherv", A.allgatherv(self._c("Allgatherv"), sendbuf, recvbuf))
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce, then scatter equal blocks of the result."""
+        if not self._core.spans:
+            return self._native("reduce_scatter_block", sendbuf, recvbuf, op)
         c = self._c("Reduce_scatter_block")
         self._core.run("Reduce_scatter_block", R.reduce_scatter_block(c, sendbuf, recvbuf, op))
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM) -> None:
         """Reduce, then scatter blocks of `recvcounts[i]` elements to rank i."""
+        if not self._core.spans:
+            return self._native("reduce_scatter", sendbuf, recvbuf, recvcounts, op)
         c = self._c("Reduce_scatter")
-        self._core.run("Reduce_scatter",
-                       R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
+        self._core.run("Reduce_scatter", R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
 
     def Scan(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Inclusive prefix reduction in rank order."""
+        if not self._core.spans:
+            return self._native("scan", sendbuf, recvbuf, op)
         self._core.run("Scan", R.scan(self._c("Scan"), sendbuf, recvbuf, op, False))
 
     def Exscan(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Exclusive prefix reduction in rank order (rank 0's result is undefined)."""
+        if not self._core.spans:
+            return self._native("exscan", sendbuf, recvbuf, op)
         self._core.run("Exscan", R.scan(self._c("Exscan"), sendbuf, recvbuf, op, True))
 
-    # -- pickle forms --------------------------------------------------------------------
+    # -- non-blocking, buffer forms ------------------------------------------------------
+    def Ibarrier(self):
+        """Non-blocking barrier."""
+        if not self._core.spans:
+            return self._inative("Ibarrier")
+        return self._submit("Ibarrier", R.barrier(self._c("Ibarrier")))
+
+    def Ibcast(self, buf, root=0):
+        """Non-blocking broadcast."""
+        if not self._core.spans:
+            return self._inative("Ibcast", buf, root)
+        return self._submit("Ibcast", T.bcast(self._c("Ibcast"), buf, root))
+
+    def Ireduce(self, sendbuf, recvbuf, op=_SUM, root=0):
+        """Non-blocking reduce."""
+        if not self._core.spans:
+            return self._inative("Ireduce", sendbuf, recvbuf, op, root)
+        return self._submit("Ireduce", R.reduce(self._c("Ireduce"), sendbuf, recvbuf, op, root))
+
+    def Iallreduce(self, sendbuf, recvbuf, op=_SUM):
+        """Non-blocking allreduce."""
+        if not self._core.spans:
+            return self._inative("Iallreduce", sendbuf, recvbuf, op)
+        return self._submit("Iallreduce",
+                            R.allreduce(self._c("Iallreduce"), sendbuf, recvbuf, op))
+
+    def Ialltoall(self, sendbuf, recvbuf):
+        """Non-blocking alltoall."""
+        if not self._core.spans:
+            return self._inative("Ialltoall", sendbuf, recvbuf)
+        return self._submit("Ialltoall", A.alltoall(self._c("Ialltoall"), sendbuf, recvbuf))
+
+    def Ialltoallv(self, sendbuf, recvbuf):
+        """Non-blocking alltoallv."""
+        if not self._core.spans:
+            return self._inative("Ialltoallv", sendbuf, recvbuf)
+        return self._submit("Ialltoallv", A.alltoallv(self._c("Ialltoallv"), sendbuf, recvbuf))
+
+    def Ialltoallw(self, sendbuf, recvbuf):
+        """Non-blocking alltoallw (communicators inside one cluster only)."""
+        if not self._core.spans:
+            return self._inative("Ialltoallw", sendbuf, recvbuf)
+        raise NotBridged("Ialltoallw is not bridged yet across the zipper (use Ialltoallv)")
+
+    def Igather(self, sendbuf, recvbuf, root=0):
+        """Non-blocking gather."""
+        if not self._core.spans:
+            return self._inative("Igather", sendbuf, recvbuf, root)
+        return self._submit("Igather", T.gather(self._c("Igather"), sendbuf, recvbuf, root))
+
+    def Igatherv(self, sendbuf, recvbuf, root=0):
+        """Non-blocking gatherv."""
+        if not self._core.spans:
+            return self._inative("Igatherv", sendbuf, recvbuf, root)
+        return self._submit("Igatherv", T.gatherv(self._c("Igatherv"), sendbuf, recvbuf, root))
+
+    def Iscatter(self, sendbuf, recvbuf, root=0):
+        """Non-blocking scatter."""
+        if not self._core.spans:
+            return self._inative("Iscatter", sendbuf, recvbuf, root)
+        return self._submit("Iscatter", T.scatter(self._c("Iscatter"), sendbuf, recvbuf, root))
+
+    def Iscatterv(self, sendbuf, recvbuf, root=0):
+        """Non-blocking scatterv."""
+        if not self._core.spans:
+            return self._inative("Iscatterv", sendbuf, recvbuf, root)
+        return self._submit("Iscatterv",
+                            T.scatterv(self._c("Iscatterv"), sendbuf, recvbuf, root))
+
+    def Iallgather(self, sendbuf, recvbuf):
+        """Non-blocking allgather."""
+        if not self._core.spans:
+            return self._inative("Iallgather", sendbuf, recvbuf)
+        return self._submit("Iallgather", A.allgather(self._c("Iallgather"), sendbuf, recvbuf))
+
+    def Iallgatherv(self, sendbuf, recvbuf):
+        """Non-blocking allgatherv."""
+        if not self._core.spans:
+            return self._inative("Iallgatherv", sendbuf, recvbuf)
+        return self._submit("Iallgatherv",
+                            A.allgatherv(self._c("Iallgatherv"), sendbuf, recvbuf))
+
+    def Ireduce_scatter_block(self, sendbuf, recvbuf, op=_SUM):
+        """Non-blocking reduce_scatter_block."""
+        if not self._core.spans:
+            return self._inative("Ireduce_scatter_block", sendbuf, recvbuf, op)
+        c = self._c("Ireduce_scatter_block")
+        return self._submit("Ireduce_scatter_block",
+                            R.reduce_scatter_block(c, sendbuf, recvbuf, op))
+
+    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM):
+        """Non-blocking reduce_scatter."""
+        if not self._core.spans:
+            return self._inative("Ireduce_scatter", sendbuf, recvbuf, recvcounts, op)
+        c = self._c("Ireduce_scatter")
+        return self._submit("Ireduce_scatter",
+                            R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
+
+    def Iscan(self, sendbuf, recvbuf, op=_SUM):
+        """Non-blocking inclusive scan."""
+        if not self._core.spans:
+            return self._inative("Iscan", sendbuf, recvbuf, op)
+        return self._submit("Iscan", R.scan(self._c("Iscan"), sendbuf, recvbuf, op, False))
+
+    def Iexscan(self, sendbuf, recvbuf, op=_SUM):
+        """Non-blocking exclusive scan."""
+        if not self._core.spans:
+            return self._inative("Iexscan", sendbuf, recvbuf, op)
+        return self._submit("Iexscan", R.scan(self._c("Iexscan"), sendbuf, recvbuf, op, True))
+
+    # -- pickle forms (the same steps inside one cluster: mpi4py's block inside MPI) ------
     def barrier(self) -> None:
         """Tight barrier (lowercase alias)."""
         self.Barrier()
@@ -142,6 +320,10 @@ class CollectiveMethods:
     def exscan(self, sendobj, op=_SUM):
         """Exclusive prefix reduction of objects in rank order (None on rank 0)."""
         return self._core.run("exscan", O.scan(self._c("exscan"), sendobj, op, True))
+
+    def ibarrier(self):
+        """Non-blocking barrier (lowercase alias)."""
+        return self.Ibarrier()
 
 
 __all__ = ["CollectiveMethods"]

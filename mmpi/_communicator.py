@@ -38,6 +38,7 @@ class Core:
         self.call_name = ""  # the collective call in progress, for errors
         self.pending: deque = deque()  # non-blocking collective calls, in call order
         self._collective: Coll | None = None
+        self._advancing = False
         self.freed = False
         engine.communicators.append(self)
 
@@ -70,15 +71,25 @@ class Core:
         self.advance()
 
     def advance(self) -> bool:
-        """Run the queued calls as far as they go without waiting; True if any moved."""
+        """Run the queued calls as far as they go without waiting; True if any moved.
+
+        A step may progress the engine, which advances the background work, this among it:
+        that inner call returns at once (a generator cannot be re-entered).
+        """
+        if self._advancing:
+            return False
+        self._advancing = True
         moved = False
-        while self.pending:
-            head = self.pending[0]
-            if head.step():
-                moved = True
-            if not head.done:
-                break
-            self.pending.popleft()
+        try:
+            while self.pending:
+                head = self.pending[0]
+                if head.step():
+                    moved = True
+                if not head.done:
+                    break
+                self.pending.popleft()
+        finally:
+            self._advancing = False
         if not self.pending and self.advance in self.engine.background:
             self.engine.background.remove(self.advance)
         return moved

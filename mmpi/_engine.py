@@ -80,6 +80,12 @@ class Engine:
         self.eager_max = eager_max
         self.chunk = chunk
         self.stripe_min = stripe_min
+        # Native tags: the top bit of the range marks a synchronous send, the largest tag is
+        # its acknowledgement (see _p2p Rule 4); users get the tags below the bit.
+        native_ub = local.Get_attr(MPI.TAG_UB)
+        self.sync_bit = 1 << (native_ub.bit_length() - 1)
+        self.ack_tag = native_ub
+        self.tag_ub = self.sync_bit - 2
         self.communicators: list = []  # the live communicator cores (see _communicator)
         self.contexts: dict[int, Context] = {}
         self.context_list: list[Context] = []  # the same, in registration order, for polling
@@ -113,6 +119,10 @@ class Engine:
             raise StateError(f"context {ctx.id} exists already on rank {self.vrank}")
         self.contexts[ctx.id] = ctx
         self.context_list.append(ctx)
+
+    def cancel(self, op) -> bool:
+        """Cancel a receive that nothing has matched yet (sends are not cancelled)."""
+        return self.p2p.cancel(op)
 
     def unregister(self, ctx: Context) -> None:
         """Stop receiving on `ctx` (its communicator was freed)."""

@@ -1,11 +1,13 @@
 """mpi4py's own MPI module, as mmpi's internals use it.
 
-Under mmpi-run `import mpi4py.MPI` may give mmpi's bridged namespace instead (see `_hook`);
-every internal module takes the real one from here, bound before any such swap.
+Under mmpi-run `import mpi4py.MPI` gives the bridged namespace instead (see `_hook`); every
+internal module takes the real one from here.
 """
 
 from __future__ import annotations
 
-from mpi4py import MPI
+from . import _hook
+
+MPI = _hook.native()
 
 __all__ = ["MPI"]

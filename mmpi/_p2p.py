@@ -12,6 +12,10 @@ Rule 2: a forwarded large message is received chunk by chunk straight into the u
 Rule 3: with several forwarders, every message from one sender to one receiver takes the same
         route (protocol Rule 5); one of `stripe_min` bytes or more is striped over all of them
         and put together here at known offsets.
+Rule 4: a synchronous send completes once its receiver has matched it: the receiver
+        acknowledges (protocol Rule 6). A same-cluster one travels with the engine's `sync_bit`
+        set in its tag and its id in front of the payload; the acknowledgement is a native
+        message with tag `ack_tag` carrying the id.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ _BYTE = MPI.BYTE
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
 _SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
+LOCAL_SYNC = -1  # Arrived.sync of a same-cluster synchronous send (its id is in the payload)
+_ID = 8  # bytes of a synchronous send's id in front of a same-cluster payload
 
 
 class Posted:
@@ -45,15 +51,19 @@ class Posted:
 class Arrived:
     """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
 
-    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare")
+    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare",
+                 "sync", "ctx")
 
-    def __init__(self, source, tag, nbytes, message=None, data=None, natives=None):
+    def __init__(self, source, tag, nbytes, message=None, data=None, natives=None, sync=None,
+                 ctx=None):
         self.source, self.tag, self.nbytes = source, tag, nbytes
         self.message = message  # MPI.Message for a same-cluster message
         self.data = data  # payload of a forwarded message (may still be filling)
         self.natives = natives or []  # chunk receives still filling `data`
         self.more = None  # for a striped message: True once every stripe is in
         self.spare = None  # (pool, buffer) holding `data`, to give back once copied out
+        self.sync = sync  # a synchronous send: its id (forwarded), LOCAL_SYNC, or None
+        self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
 
 
 class Spares:
@@ -148,14 +158,21 @@ class PointToPoint:
         self._sid = 0
         self._xfer = 0
         self._status = MPI.Status()
+        self.sync_bit, self.ack_tag = engine.sync_bit, engine.ack_tag
+        self._tag_mask = self.sync_bit - 1
+        self.syncs: dict[int, Op] = {}  # synchronous sends not acknowledged yet, by id
+        self._sync_id = 0
 
     # -- sending -------------------------------------------------------------------------
-    def isend(self, ctx: Context, view: memoryview, dest: int, tag: int) -> Op:
-        """Start sending `view` to rank `dest` of `ctx`'s communicator."""
+    def isend(self, ctx: Context, view: memoryview, dest: int, tag: int,
+              sync: bool = False) -> Op:
+        """Start sending `view` to rank `dest` of `ctx`'s communicator (`sync`: Rule 4)."""
         op = Op()
         n = len(view)
         local = ctx.local_of[dest]
-        if local >= 0:
+        if sync:
+            self._isend_sync(op, ctx, view, dest, tag)
+        elif local >= 0:
             op.start([ctx.comm.Isend([view, n, _BYTE], local, tag)])
         else:
             self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag)
@@ -164,19 +181,59 @@ class PointToPoint:
             self.sends = [s for s in self.sends if not s.done]
         return op
 
+    def _isend_sync(self, op: Op, ctx: Context, view: memoryview, dest: int, tag: int) -> None:
+        self._sync_id = self._sync_id % P.MAX_XFER + 1
+        sid = self._sync_id
+        self.syncs[sid] = op
+        local = ctx.local_of[dest]
+        if local >= 0:
+            buf = bytearray(_ID + len(view))
+            buf[:_ID] = sid.to_bytes(_ID, "little")
+            buf[_ID:] = view
+            op.keep = buf
+            natives = [ctx.comm.Isend([buf, _BYTE], local, tag | self.sync_bit)]
+        else:
+            natives = self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag, sid)
+        op.start(natives, more=lambda: sid not in self.syncs)
+
+    def _acknowledge(self, m: Arrived, sid: int) -> None:
+        """Tell the sender of synchronous message `m` that a receive matched it."""
+        ctx = m.ctx
+        local = ctx.local_of[m.source]
+        if local >= 0:
+            buf = bytearray(sid.to_bytes(_ID, "little"))
+            op = Op()
+            op.keep = buf
+            op.start([ctx.comm.Isend([buf, _BYTE], local, self.ack_tag)])
+        else:
+            dest = ctx.world_of[m.source]
+            buf = bytearray(P.ENVELOPE_SIZE)
+            P.Envelope(P.K_ACK, self.vrank, dest, 0, ctx.id, 0, aux=sid).pack_into(buf)
+            op = Op()
+            op.keep = buf
+            route = self.links[P.route(self.vrank, dest, self.nfwd)][0]
+            op.start([route.Isend([buf, _BYTE], 0, P.T_EAGER)])
+        self.sends.append(op)
+
+    def _matched(self, m: Arrived) -> None:
+        """A receive (or a matched probe) has taken `m`."""
+        if m.sync is not None and m.sync != LOCAL_SYNC:
+            self._acknowledge(m, m.sync)
+
     def _send_forwarded(self, op: Op, ctx: Context, view: memoryview, dest: int,
-                        tag: int) -> None:
+                        tag: int, sync: int = 0) -> list:
         n = len(view)
         route = P.route(self.vrank, dest, self.nfwd)
+        flags = P.F_SYNC if sync else 0
         if n <= self.eager_max:
             buf = bytearray(P.ENVELOPE_SIZE + n)
-            P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n)
+            P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n, flags, sync)
             buf[P.ENVELOPE_SIZE:] = view
             op.keep = buf
             op.start([self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)])
-        elif n < self.stripe_min:
+        elif n < self.stripe_min or sync:
             env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
-                             self._next_xfer())
+                             self._next_xfer(), flags, sync)
             op.keep = (env, view)
             op.start(self._send_large(route, env, view))
         else:
@@ -194,6 +251,7 @@ class PointToPoint:
                 natives += self._send_large(k, env, view[off:off + ln])
             op.keep = (head, view)
             op.start(natives)
+        return op.natives
 
     def _next_xfer(self) -> int:
         self._xfer = self._xfer % P.MAX_XFER + 1
@@ -236,15 +294,26 @@ class PointToPoint:
                 msg = comm.Improbe(_ANY_SOURCE, _ANY_TAG, st)
                 if msg is None:
                     break
-                m = Arrived(ctx.from_local[st.Get_source()], st.Get_tag(), st.Get_count(_BYTE),
-                            message=msg)
+                did = True
+                tag = st.Get_tag()
+                if tag & self.sync_bit:
+                    if tag == self.ack_tag:
+                        buf = bytearray(_ID)
+                        msg.Recv([buf, _BYTE])
+                        self.syncs.pop(int.from_bytes(buf, "little"), None)
+                        continue
+                    m = Arrived(ctx.from_local[st.Get_source()], tag & self._tag_mask,
+                                st.Get_count(_BYTE) - _ID, message=msg, sync=LOCAL_SYNC, ctx=ctx)
+                else:
+                    m = Arrived(ctx.from_local[st.Get_source()], tag, st.Get_count(_BYTE),
+                                message=msg)
                 recv = ctx.queues.arrive(m)
                 if recv is not None:
                     self._deliver_local(recv, m)
-                did = True
         return did
 
     def _deliver(self, recv: Posted, m: Arrived) -> None:
+        self._matched(m)
         if m.message is not None:
             self._deliver_local(recv, m)
         else:
@@ -253,7 +322,9 @@ class PointToPoint:
     def _deliver_local(self, recv: Posted, m: Arrived) -> None:
         op = recv.op
         op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
-        if recv.view is None:
+        if m.sync == LOCAL_SYNC:
+            self._deliver_local_sync(recv, m)
+        elif recv.view is None:
             buf = bytearray(m.nbytes)
             op.obj = buf
             op.start([m.message.Irecv([buf, _BYTE])])
@@ -263,6 +334,24 @@ class PointToPoint:
             op.fail(self._truncated(recv, m))
         else:
             op.start([m.message.Irecv([recv.view, m.nbytes, _BYTE])])
+
+    def _deliver_local_sync(self, recv: Posted, m: Arrived) -> None:
+        """A same-cluster synchronous send: take it whole, acknowledge, hand out the payload."""
+        op = recv.op
+        buf = bytearray(_ID + m.nbytes)
+        view = recv.view
+        if view is not None and m.nbytes > len(view):
+            op.fail(self._truncated(recv, m))
+            view = None
+
+        def finish() -> None:
+            self._acknowledge(m, int.from_bytes(buf[:_ID], "little"))
+            if recv.view is None:
+                op.obj = memoryview(buf)[_ID:]
+            elif view is not None:
+                view[:m.nbytes] = memoryview(buf)[_ID:]
+
+        op.start([m.message.Irecv([buf, _BYTE])], finish)
 
     def _truncated(self, recv: Posted, m: Arrived) -> TruncationError:
         return TruncationError(
@@ -295,6 +384,9 @@ class PointToPoint:
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
         env = P.unpack(buf)
+        if env.kind == P.K_ACK:
+            self.syncs.pop(env.aux, None)
+            return
         if env.kind == P.K_STRIPE:
             self._reassembly(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
             return
@@ -311,12 +403,15 @@ class PointToPoint:
                     f"rank {self.vrank}: eager message says {env.nbytes} bytes, "
                     f"carries {len(buf) - P.ENVELOPE_SIZE}"
                 )
-            m = Arrived(source, env.tag, env.nbytes, data=memoryview(buf)[P.ENVELOPE_SIZE:])
+            m = Arrived(source, env.tag, env.nbytes, data=memoryview(buf)[P.ENVELOPE_SIZE:],
+                        sync=env.aux if env.flags & P.F_SYNC else None, ctx=ctx)
             recv = ctx.queues.arrive(m)
             if recv is not None:
+                self._matched(m)
                 self._deliver_forwarded(recv, m)
             return
-        m = Arrived(source, env.tag, env.nbytes)
+        m = Arrived(source, env.tag, env.nbytes, sync=env.aux if env.flags & P.F_SYNC else None,
+                    ctx=ctx)
         recv = ctx.queues.arrive(m)
         if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
             target = recv.view  # straight into the user's buffer
@@ -339,6 +434,7 @@ class PointToPoint:
             ]
         if recv is None:
             return
+        self._matched(m)
         if target is recv.view:  # already on its way into the user's buffer
             op = recv.op
             op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
@@ -352,6 +448,34 @@ class PointToPoint:
         if ra is None:
             ra = self._stripes[key] = _Reassembly(self.nfwd, lambda: self._stripes.pop(key))
         return ra
+
+    def take(self, ctx: Context, m: Arrived) -> Arrived:
+        """A matched probe takes `m` out of the queue: it is matched now."""
+        ctx.queues.take(m)
+        self._matched(m)
+        return m
+
+    def receive(self, m: Arrived, view, call: str) -> Op:
+        """Receive the message a matched probe took into `view` (None: allocate)."""
+        op = Op(matched=False)
+        m.sync = LOCAL_SYNC if m.sync == LOCAL_SYNC else None  # acknowledged by `take`
+        recv = Posted(m.source, m.tag, view, op, call)
+        if m.message is not None:
+            self._deliver_local(recv, m)
+        else:
+            self._deliver_forwarded(recv, m)
+        return op
+
+    def cancel(self, op: Op) -> bool:
+        """Withdraw a receive no message has matched yet; False if it is matched already."""
+        for ctx in self.engine.context_list:
+            for recv in ctx.queues.posted:
+                if recv.op is op:
+                    ctx.queues.cancel(recv)
+                    op.cancelled = True
+                    op.start([])
+                    return True
+        return False
 
     @staticmethod
     def fail_posted(ctx: Context, recv: Posted, error: BaseException) -> None:

@@ -11,15 +11,36 @@ import pickle
 
 from ._buffers import as_view
 from ._native import MPI
-from ._op import completed
-from .errors import RankError, TagError
-from .request import BridgedRequest
+from ._op import Op, completed
+from .errors import BufferError_, RankError, TagError
+from .request import BridgedRequest, Message, Prequest
 
 ANY_SOURCE = MPI.ANY_SOURCE
 ANY_TAG = MPI.ANY_TAG
 PROC_NULL = MPI.PROC_NULL
 _PICKLE = pickle.HIGHEST_PROTOCOL
-_TAG_UB = None
+
+
+class _Attached:
+    """The buffer attached for buffered sends: its size, and the copies in flight."""
+
+    size = 0  # bytes attached (MPI.Attach_buffer); -1: automatic, no limit
+    pending: list = []  # (op, nbytes) of buffered sends not known to be complete
+
+    @classmethod
+    def take(cls, nbytes: int, call: str) -> None:
+        cls.pending = [(op, n) for op, n in cls.pending if not op.poll()]
+        if cls.size < 0:
+            return
+        used = sum(n + MPI.BSEND_OVERHEAD for _, n in cls.pending)
+        if used + nbytes + MPI.BSEND_OVERHEAD > cls.size:
+            raise BufferError_(
+                f"{call}: the attached buffer ({cls.size} bytes) cannot hold another "
+                f"{nbytes} bytes ({used} in use; MPI_ERR_BUFFER): MPI.Attach_buffer a larger one"
+            )
+
+
+attached = _Attached
 
 
 def as_int(value, what: str, call: str) -> int:
@@ -95,14 +116,23 @@ class PointToPointMethods:
         return e
 
     # -- buffer forms --------------------------------------------------------------------
-    def _isend(self, buf, dest, tag, call: str) -> BridgedRequest:
+    def _isend(self, buf, dest, tag, call: str, mode: str = "") -> BridgedRequest:
+        return BridgedRequest(self._send_op(buf, dest, tag, call, mode))
+
+    def _send_op(self, buf, dest, tag, call: str, mode: str = "") -> Op:
+        """Start a send; mode "s" synchronous, "b" buffered, else standard (and ready)."""
         e = self._live()
         dest = self._dest(dest, call)
         tag = self._send_tag(tag, call)
         view = as_view(buf, writable=False, op=call)
         if dest == PROC_NULL:
-            return BridgedRequest(completed())
-        return BridgedRequest(e.p2p.isend(self._core.p2p, view, dest, tag))
+            return completed()
+        if mode == "b":  # a copy goes, and the call returns at once (MPI's buffered mode)
+            attached.take(len(view), call)
+            op = e.p2p.isend(self._core.p2p, memoryview(bytes(view)), dest, tag)
+            attached.pending.append((op, len(view)))
+            return completed()
+        return e.p2p.isend(self._core.p2p, view, dest, tag, sync=mode == "s")
 
     def _irecv(self, buf, source, tag, call: str) -> BridgedRequest:
         e = self._live()
@@ -129,6 +159,30 @@ class PointToPointMethods:
         """Blocking receive."""
         self._irecv(buf, source, tag, "Recv").Wait(status)
 
+    def Ssend(self, buf, dest, tag=0) -> None:
+        """Synchronous send: returns once a receive has matched the message."""
+        self._isend(buf, dest, tag, "Ssend", "s").Wait()
+
+    def Issend(self, buf, dest, tag=0):
+        """Start a synchronous send."""
+        return self._isend(buf, dest, tag, "Issend", "s")
+
+    def Bsend(self, buf, dest, tag=0) -> None:
+        """Buffered send (within the buffer attached with MPI.Attach_buffer)."""
+        self._isend(buf, dest, tag, "Bsend", "b").Wait()
+
+    def Ibsend(self, buf, dest, tag=0):
+        """Start a buffered send."""
+        return self._isend(buf, dest, tag, "Ibsend", "b")
+
+    def Rsend(self, buf, dest, tag=0) -> None:
+        """Ready send (as a standard send here)."""
+        self._isend(buf, dest, tag, "Rsend").Wait()
+
+    def Irsend(self, buf, dest, tag=0):
+        """Start a ready send."""
+        return self._isend(buf, dest, tag, "Irsend")
+
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None) -> None:
         """Send and receive at once (no deadlock between the two)."""
@@ -136,6 +190,92 @@ class PointToPointMethods:
         s = self._isend(sendbuf, dest, sendtag, "Sendrecv")
         s.Wait()
         r.Wait(status)
+
+    def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                  recvtag=ANY_TAG):
+        """Start a send and a receive; the request completes when both have."""
+        r = self._irecv(recvbuf, source, recvtag, "Isendrecv")._op
+        s = self._send_op(sendbuf, dest, sendtag, "Isendrecv")
+        return BridgedRequest(_both(r, s))
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG,
+                         status=None) -> None:
+        """Send `buf`, then receive into it."""
+        self.Isendrecv_replace(buf, dest, sendtag, source, recvtag).Wait(status)
+
+    def Isendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG):
+        """Start sending `buf` and receiving into it (the send goes from a copy)."""
+        copy = memoryview(bytes(as_view(buf, writable=True, op="Isendrecv_replace")))
+        r = self._irecv(buf, source, recvtag, "Isendrecv_replace")._op
+        s = self._send_op(copy, dest, sendtag, "Isendrecv_replace")
+        return BridgedRequest(_both(r, s))
+
+    # -- persistent requests -------------------------------------------------------------
+    def _init(self, buf, dest, tag, call: str, mode: str) -> Prequest:
+        self._dest(dest, call)
+        self._send_tag(tag, call)
+        return Prequest(lambda: self._send_op(buf, dest, tag, call, mode))
+
+    def Send_init(self, buf, dest, tag=0):
+        """A persistent standard send."""
+        return self._init(buf, dest, tag, "Send_init", "")
+
+    def Ssend_init(self, buf, dest, tag=0):
+        """A persistent synchronous send."""
+        return self._init(buf, dest, tag, "Ssend_init", "s")
+
+    def Bsend_init(self, buf, dest, tag=0):
+        """A persistent buffered send."""
+        return self._init(buf, dest, tag, "Bsend_init", "b")
+
+    def Rsend_init(self, buf, dest, tag=0):
+        """A persistent ready send."""
+        return self._init(buf, dest, tag, "Rsend_init", "")
+
+    def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        """A persistent receive."""
+        self._source(source, "Recv_init")
+        self._recv_tag(tag, "Recv_init")
+        return Prequest(lambda: self._irecv(buf, source, tag, "Recv_init")._op)
+
+    # -- matched probes ------------------------------------------------------------------
+    def _mprobe(self, source, tag, status, call: str, wait: bool, pickled: bool):
+        e, src, want = self._peek(source, tag, call)
+        if src == PROC_NULL:
+            fill_status(status, PROC_NULL, ANY_TAG, 0)
+            return MPI.MESSAGE_NO_PROC
+        ctx = self._core.p2p
+        found = []
+
+        def ready() -> bool:
+            m = ctx.queues.peek(src, want)
+            if m is not None:
+                found.append(m)
+            return m is not None
+
+        if wait:
+            e.wait_for(ready)
+        elif not e.test(ready):
+            return None
+        m = e.p2p.take(ctx, found[0])
+        fill_status(status, m.source, m.tag, m.nbytes)
+        return Message(m, e.p2p, pickled)
+
+    def Mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Wait for a matching message and take it: receive it with the Message returned."""
+        return self._mprobe(source, tag, status, "Mprobe", True, False)
+
+    def Improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Take a matching message if one has arrived (a Message), else None."""
+        return self._mprobe(source, tag, status, "Improbe", False, False)
+
+    def mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Mprobe, for an object."""
+        return self._mprobe(source, tag, status, "mprobe", True, True)
+
+    def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Improbe, for an object."""
+        return self._mprobe(source, tag, status, "improbe", False, True)
 
     # -- probes --------------------------------------------------------------------------
     def _peek(self, source, tag, call: str):
@@ -202,6 +342,25 @@ class PointToPointMethods:
         """Send a picklable object."""
         self.isend(obj, dest, tag).Wait()
 
+    def _objsend(self, obj, dest, tag, call: str, mode: str):
+        return self._isend(memoryview(pickle.dumps(obj, _PICKLE)), dest, tag, call, mode)
+
+    def issend(self, obj, dest, tag=0):
+        """Start a synchronous send of an object."""
+        return self._objsend(obj, dest, tag, "issend", "s")
+
+    def ssend(self, obj, dest, tag=0) -> None:
+        """Synchronous send of an object."""
+        self.issend(obj, dest, tag).Wait()
+
+    def ibsend(self, obj, dest, tag=0):
+        """Start a buffered send of an object."""
+        return self._objsend(obj, dest, tag, "ibsend", "b")
+
+    def bsend(self, obj, dest, tag=0) -> None:
+        """Buffered send of an object."""
+        self.ibsend(obj, dest, tag).Wait()
+
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving a pickled object (`buf` is accepted for mpi4py compatibility)."""
         e = self._live()
@@ -233,4 +392,18 @@ class PointToPointMethods:
         return self.Probe(source, tag, status)
 
 
-__all__ = ["PointToPointMethods", "as_int", "fill_status"]
+def _both(r: Op, s: Op) -> Op:
+    """An operation complete once receive `r` and send `s` are, with `r`'s status."""
+    op = Op()
+
+    def finish() -> None:
+        op.source, op.tag, op.nbytes = r.source, r.tag, r.nbytes
+        if r.error is not None or s.error is not None:
+            raise r.error or s.error
+
+    op.start([], finish, more=lambda: r.poll() & s.poll())
+    op.remote = r.remote
+    return op
+
+
+__all__ = ["PointToPointMethods", "as_int", "fill_status", "attached"]

@@ -48,7 +48,7 @@ def _status_at(statuses, i: int):
 
 
 def _bridged(r) -> bool:
-    return type(r) is BridgedRequest
+    return isinstance(r, BridgedRequest)
 
 
 class Request(_native, metaclass=_RequestType):
@@ -357,4 +357,96 @@ class BridgedRequest(Request):
     cancel = Cancel
 
 
-__all__ = ["Request", "BridgedRequest", "bind"]
+class Prequest(BridgedRequest, MPI.Prequest):
+    """A persistent request: `Start` runs the same operation again, as often as asked."""
+
+    __slots__ = ("_starter",)
+
+    def __init__(self, starter) -> None:
+        super().__init__(Op(), pickled=False)
+        self._starter = starter  # makes the operation's Op each time
+        self._consumed = True  # inactive until started
+        self._op.done = True
+
+    def __repr__(self) -> str:
+        return f"<mmpi.Prequest {'inactive' if self._consumed else 'active'}>"
+
+    def Start(self) -> None:
+        """Start the operation (again)."""
+        if not self._consumed:
+            raise MMPIError("Start: the persistent request is still active")
+        self._op = self._starter()
+        self._consumed = False
+
+    start = Start
+
+    @classmethod
+    def Startall(cls, requests) -> None:
+        """Start every request of the list."""
+        for r in requests:
+            r.Start()
+
+    startall = Startall
+
+    def Free(self) -> None:
+        """Release the request (it must be inactive)."""
+        self._consumed = True
+
+    free = Free
+
+
+class Message(MPI.Message):
+    """A message taken by a matched probe (Mprobe, Improbe): receive it with Recv/Irecv."""
+
+    __slots__ = ("_arrived", "_p2p", "_pickled")
+
+    def __new__(cls, *args, **kwargs):
+        """A new message object (its native handle stays MPI_MESSAGE_NULL)."""
+        return MPI.Message.__new__(cls)
+
+    def __init__(self, arrived, p2p, pickled: bool = False) -> None:
+        self._arrived = arrived
+        self._p2p = p2p
+        self._pickled = pickled
+
+    def __bool__(self) -> bool:
+        return self._arrived is not None
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Message):
+            return other is self
+        return self._arrived is None and isinstance(other, MPI.Message) and \
+            not MPI.Message.__bool__(other)
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def _take(self, view, call: str) -> BridgedRequest:
+        if self._arrived is None:
+            raise MMPIError(f"{call}: this message was received already")
+        m, self._arrived = self._arrived, None
+        return BridgedRequest(self._p2p.receive(m, view, call), pickled=view is None)
+
+    def Irecv(self, buf):
+        """Start receiving the message into `buf`."""
+        from ._buffers import as_view
+
+        return self._take(as_view(buf, writable=True, op="Message.Irecv"), "Message.Irecv")
+
+    def Recv(self, buf, status: MPI.Status | None = None) -> None:
+        """Receive the message into `buf`."""
+        self.Irecv(buf).Wait(status)
+
+    def irecv(self):
+        """Start receiving the message as an object."""
+        return self._take(None, "Message.irecv")
+
+    def recv(self, status: MPI.Status | None = None):
+        """Receive the message as an object."""
+        return self.irecv().wait(status)
+
+
+__all__ = ["Request", "BridgedRequest", "Prequest", "Message", "bind"]

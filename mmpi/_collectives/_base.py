@@ -15,7 +15,7 @@ import itertools
 
 import numpy as np
 
-from .._buffers import Typed
+from .._buffers import Typed, Vector
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import UsageError
@@ -79,6 +79,11 @@ def same_size(c: Coll, what: str, mine: int, theirs: int) -> None:
 def displs(sizes) -> list[int]:
     """Where each of consecutive blocks of `sizes` starts."""
     return list(itertools.accumulate(sizes[:-1], initial=0)) if len(sizes) else []
+
+
+def equal_blocks(view, n: int, count: int, dt, extent: int) -> Vector:
+    """N blocks of `count` elements, one after the other, as a vector buffer."""
+    return Vector(view, [count] * n, [i * count for i in range(n)], dt, extent)
 
 
 def pack(c: Coll, slot: int, blocks: list) -> memoryview:

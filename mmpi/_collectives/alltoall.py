@@ -24,6 +24,7 @@ from ._base import (
     T_ALLTOALL,
     T_ALLTOALLV,
     T_ALLTOALLV_BLOCK,
+    equal_blocks,
     pack,
     same_size,
     sized_blocks,
@@ -69,6 +70,10 @@ def alltoall(c: Coll, sendbuf, recvbuf):
             f"Alltoall on rank {c.rank}: send buffer has {len(sview)} bytes and receive buffer "
             f"{rb.nbytes}; both must hold one equal block per rank ({c.size} ranks)"
         )
+    if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Alltoallv
+        per = rb.count // c.size
+        return _alltoallv(c, equal_blocks(sview, c.size, per, rb.dt, rb.extent),
+                          equal_blocks(rb.view, c.size, per, rb.dt, rb.extent))
     return _alltoall(c, sview, rb.view, rb.nbytes // c.size)
 
 
@@ -202,6 +207,11 @@ def allgather(c: Coll, sendbuf, recvbuf):
             raise BufferError_(f"Allgather on rank {c.rank}: its own block has {sb.nbytes} "
                                f"bytes but the receive buffer holds blocks of {blk}")
         sspec = [sb.view, BYTE]
+    if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Allgatherv
+        if sspec is IN_PLACE:
+            sspec = [rb.view[c.rank * blk:(c.rank + 1) * blk], BYTE]
+        return _allgatherv(c, sspec, equal_blocks(rb.view, c.size, rb.count // c.size, rb.dt,
+                                                  rb.extent))
     return _allgather(c, sspec, rb.view, blk)
 
 

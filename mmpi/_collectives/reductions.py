@@ -1,4 +1,4 @@
-"""Barrier and the reductions to all: Allreduce, Reduce_scatter_block, Reduce_scatter, Scan, Exscan.
+"""Barrier and the reductions: Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan.
 
 The leaders' scheme: a native reduce per cluster, the leaders swap their partials (one
 crossing each way) and combine them in rank order, a native bcast per cluster. A large
@@ -12,7 +12,8 @@ import numpy as np
 from .._buffers import Typed, as_typed, plain_pair
 from .._crossing import Coll
 from .._native import MPI
-from ..errors import BufferError_
+from ..errors import BufferError_, UsageError
+from . import generic
 from ._base import (
     BYTE,
     IN_PLACE,
@@ -20,10 +21,12 @@ from ._base import (
     REDUCE_VIA_RS,
     T_ALLREDUCE,
     T_BARRIER,
+    T_REDUCE,
     T_RSB,
     T_SCAN,
     check_op,
     combine,
+    commutes,
     ireduce,
     same_size,
 )
@@ -38,6 +41,60 @@ def barrier(c: Coll):
     yield c.local.Ibarrier()
 
 
+# -- reduce ----------------------------------------------------------------------------------
+def reduce(c: Coll, sendbuf, recvbuf, op, root):
+    root = c.root(root)
+    op = check_op(op, "Reduce")
+    in_order = not c.contiguous and not commutes(op)  # see generic.py
+    if c.rank == root:
+        rb = as_typed(recvbuf, writable=True, op="Reduce")
+        sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Reduce")
+        if sb is not None and sb.nbytes != rb.nbytes:
+            raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
+                               f"receive buffer {rb.nbytes}")
+        if in_order:
+            return generic.reduce_to(c, _copy(c, rb) if sb is None else sb, rb, op, root)
+        return _reduce_root(c, sb, rb, op)
+    if sendbuf is IN_PLACE:
+        raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
+    sb = as_typed(sendbuf, writable=False, op="Reduce")
+    if in_order:
+        return generic.reduce_to(c, sb, None, op, root)
+    return _reduce_other(c, sb, op, root)
+
+
+def _reduce_root(c: Coll, sb: Typed | None, rb: Typed, op):
+    send = IN_PLACE if sb is None else sb.spec
+    rl = c.local_of(c.rank)
+    if c.small(rb.nbytes):
+        yield ireduce(c, send, rb.spec, op, rl, rb)
+        theirs = yield c.xrecv(c.peer, T_REDUCE)
+    else:
+        theirs = c.tmp(0, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
+        r = c.recv(theirs, c.peer, T_REDUCE)
+        yield ireduce(c, send, rb.spec, op, rl, rb)
+        yield r
+        theirs = theirs[:r.nbytes]
+    same_size(c, "data", rb.nbytes, len(theirs))
+    combine(op, rb, theirs, c.first)
+
+
+def _reduce_other(c: Coll, sb: Typed, op, root: int):
+    if not c.here(root) and c.leader:
+        part = c.tmp(0, sb.nbytes)
+        yield ireduce(c, sb.spec, sb.like(part), op, 0, sb)
+        yield c.cross(part, root, T_REDUCE)
+    else:
+        yield ireduce(c, sb.spec, None, op, c.local_of(root) if c.here(root) else 0, sb)
+
+
+def _copy(c: Coll, b: Typed) -> Typed:
+    """A copy of `b` in scratch space (an in-place call's input, kept apart from its output)."""
+    tmp = c.tmp(6, b.nbytes)
+    tmp[:] = b.view
+    return Typed(tmp, b.count, b.dt, b.extent)
+
+
 # -- allreduce --------------------------------------------------------------------------------
 def allreduce(c: Coll, sendbuf, recvbuf, op):
     if id(op) in PREDEFINED_OPS:
@@ -50,6 +107,8 @@ def allreduce(c: Coll, sendbuf, recvbuf, op):
     if sb is not None and sb.nbytes != rb.nbytes:
         raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
+    if not c.contiguous and not commutes(op):  # see generic.py
+        return generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op)
     k = ways(c, rb.nbytes)
     if k:
         return _allreduce_split(c, sb, rb, op, k)
@@ -138,6 +197,8 @@ def reduce_scatter_block(c: Coll, sendbuf, recvbuf, op):
                 f"Reduce_scatter_block on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                 f"expected {c.size} blocks of the receive buffer's {blk}"
             )
+    if not c.contiguous and not commutes(op):
+        return _reduce_scatter_in_order(c, sb, [blk] * c.size, out, op)
     return _reduce_scatter(c, sb, [blk] * c.size, out, op)
 
 
@@ -159,7 +220,18 @@ def reduce_scatter(c: Coll, sendbuf, recvbuf, recvcounts, op):
         raise BufferError_(f"Reduce_scatter on rank {c.rank}: receive buffer holds "
                            f"{len(out)} bytes, its block {counts[c.rank] * ext}")
     sb = Typed(sb.view[:sum(counts) * ext], sum(counts), sb.dt, ext)
-    return _reduce_scatter(c, sb, [n * ext for n in counts], out[:counts[c.rank] * ext], op)
+    sizes, out = [n * ext for n in counts], out[:counts[c.rank] * ext]
+    if not c.contiguous and not commutes(op):
+        return _reduce_scatter_in_order(c, sb, sizes, out, op)
+    return _reduce_scatter(c, sb, sizes, out, op)
+
+
+def _reduce_scatter_in_order(c: Coll, sb: Typed, sizes: list[int], out, op):
+    """The whole reduction in rank order everywhere (generic.py), then this rank's block."""
+    whole = Typed(c.tmp(7, sb.nbytes), sb.count, sb.dt, sb.extent)
+    yield from generic.allreduce(c, _copy(c, sb), whole, op)
+    start = sum(sizes[:c.rank])
+    out[:] = whole.view[start:start + sizes[c.rank]]
 
 
 def _reduce_scatter(c: Coll, sb: Typed, sizes: list[int], out, op):
@@ -210,6 +282,9 @@ def scan(c: Coll, sendbuf, recvbuf, op, exclusive: bool):
     if sb is not None and sb.nbytes != rb.nbytes:
         raise BufferError_(f"{name} on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
+    if not c.contiguous:  # the prefix needs every earlier rank, whichever cluster it is in
+        upto = c.rank if exclusive else c.rank + 1
+        return generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op, upto)
     return _scan(c, sb, rb, op, exclusive)
 
 

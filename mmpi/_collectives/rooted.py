@@ -1,4 +1,4 @@
-"""Rooted collectives of buffers: Bcast, Reduce, Gather(v), Scatter(v).
+"""Rooted collectives of buffers: Bcast, Gather(v), Scatter(v).
 
 Each runs the native collective inside each cluster; what must cross goes between the root and
 the other cluster's leader, once. A large Bcast crosses in shares (see `shares`). Each public
@@ -20,13 +20,10 @@ from ._base import (
     T_BCAST,
     T_GATHER,
     T_GATHERV,
-    T_REDUCE,
     T_SCATTER,
     T_SCATTERV,
-    check_op,
-    combine,
     displs,
-    ireduce,
+    equal_blocks,
     pack,
     same_size,
     sized_blocks,
@@ -86,47 +83,6 @@ def _bcast(c: Coll, b: Typed, root: int):
         yield c.local.Ibcast(b.spec, 0)
 
 
-# -- reduce -----------------------------------------------------------------------------------
-def reduce(c: Coll, sendbuf, recvbuf, op, root):
-    root = c.root(root)
-    op = check_op(op, "Reduce")
-    if c.rank == root:
-        rb = as_typed(recvbuf, writable=True, op="Reduce")
-        sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Reduce")
-        if sb is not None and sb.nbytes != rb.nbytes:
-            raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
-                               f"receive buffer {rb.nbytes}")
-        return _reduce_root(c, sb, rb, op)
-    if sendbuf is IN_PLACE:
-        raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
-    return _reduce_other(c, as_typed(sendbuf, writable=False, op="Reduce"), op, root)
-
-
-def _reduce_root(c: Coll, sb: Typed | None, rb: Typed, op):
-    send = IN_PLACE if sb is None else sb.spec
-    rl = c.local_of(c.rank)
-    if c.small(rb.nbytes):
-        yield ireduce(c, send, rb.spec, op, rl, rb)
-        theirs = yield c.xrecv(c.peer, T_REDUCE)
-    else:
-        theirs = c.tmp(0, rb.nbytes + 1)  # one spare byte: a larger partial is caught below
-        r = c.recv(theirs, c.peer, T_REDUCE)
-        yield ireduce(c, send, rb.spec, op, rl, rb)
-        yield r
-        theirs = theirs[:r.nbytes]
-    same_size(c, "data", rb.nbytes, len(theirs))
-    combine(op, rb, theirs, c.first)
-
-
-def _reduce_other(c: Coll, sb: Typed, op, root: int):
-    if not c.here(root) and c.leader:
-        part = c.tmp(0, sb.nbytes)
-        yield ireduce(c, sb.spec, sb.like(part), op, 0, sb)
-        yield c.cross(part, root, T_REDUCE)
-    else:
-        yield ireduce(c, sb.spec, None, op, c.local_of(root) if c.here(root) else 0, sb)
-
-
 # -- gather -----------------------------------------------------------------------------------
 def _check_block(name: str, c: Coll, have: int, blk: int) -> None:
     if have != blk:
@@ -137,7 +93,8 @@ def _check_block(name: str, c: Coll, have: int, blk: int) -> None:
 def gather(c: Coll, sendbuf, recvbuf, root):
     root = c.root(root)
     if c.rank != root:
-        return _gather_other(c, as_typed(sendbuf, writable=False, op="Gather"), root)
+        sb = as_typed(sendbuf, writable=False, op="Gather")
+        return _gather_other(c, sb, root) if c.contiguous else _gatherv_other(c, sb, root)
     rb = as_typed(recvbuf, writable=True, op="Gather")
     if rb.count % c.size:
         raise BufferError_(f"Gather on root {root}: receive buffer of {rb.nbytes} bytes is "
@@ -149,6 +106,9 @@ def gather(c: Coll, sendbuf, recvbuf, root):
         sb = as_typed(sendbuf, writable=False, op="Gather")
         _check_block("Gather", c, sb.nbytes, blk)
         sspec = sb.spec
+    if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Gatherv
+        return _gatherv_root(c, sspec, equal_blocks(rb.view, c.size, rb.count // c.size,
+                                                    rb.dt, rb.extent))
     return _gather_root(c, sspec, rb, blk)
 
 
@@ -229,7 +189,8 @@ def _gatherv_other(c: Coll, sb: Typed, root: int):
 def scatter(c: Coll, sendbuf, recvbuf, root):
     root = c.root(root)
     if c.rank != root:
-        return _scatter_other(c, as_typed(recvbuf, writable=True, op="Scatter"), root)
+        rb = as_typed(recvbuf, writable=True, op="Scatter")
+        return _scatter_other(c, rb, root) if c.contiguous else _scatterv_other(c, rb, root)
     sb = as_typed(sendbuf, writable=False, op="Scatter")
     if sb.count % c.size:
         raise BufferError_(f"Scatter on root {root}: send buffer of {sb.nbytes} bytes is "
@@ -241,6 +202,9 @@ def scatter(c: Coll, sendbuf, recvbuf, root):
         rb = as_typed(recvbuf, writable=True, op="Scatter")
         _check_block("Scatter", c, rb.nbytes, blk)
         rspec = [rb.view, BYTE]
+    if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Scatterv
+        return _scatterv_root(c, equal_blocks(sb.view, c.size, sb.count // c.size, sb.dt,
+                                              sb.extent), rspec)
     return _scatter_root(c, sb, rspec, blk)
 
 

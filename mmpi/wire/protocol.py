@@ -17,6 +17,9 @@ Rule 5: with several forwarders, all envelopes from one sender to one receiver g
         same forwarder (`route`), which keeps Rule 4's order end to end. A large message may
         be striped: its envelope (no payload, F_STRIPED) takes the route, its bytes travel as
         one K_STRIPE message per forwarder, reassembled by the receiver at known offsets.
+Rule 6: a synchronous send's message carries F_SYNC and an id (`aux`); its receiver answers
+        with a K_ACK envelope carrying the same id once a receive has matched it. That is the
+        one round trip of the protocol, and only synchronous sends make it.
 """
 
 from __future__ import annotations
@@ -50,9 +53,11 @@ LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much 
 # Message kinds carried in the envelope.
 K_P2P = 1  # a point-to-point message (user or collective context)
 K_STRIPE = 2  # one stripe of a striped message: tag = stripe index, aux = stripe-set id
+K_ACK = 3  # a receiver matched a synchronous send: aux = the send's id (Rule 6)
 
 # Envelope flags.
 F_STRIPED = 1  # K_P2P eager envelope with no payload: the bytes come as stripes (aux = id)
+F_SYNC = 2  # K_P2P of a synchronous send: acknowledge once matched (aux = the send's id)
 
 _ENVELOPE = struct.Struct("<BBHiiiiQIII")
 ENVELOPE_SIZE = _ENVELOPE.size
@@ -116,14 +121,16 @@ def _check(nbytes: int, chunk: int, xfer: int) -> None:
         raise ProtocolError(f"envelope with bad chunk size {chunk}")
 
 
-def pack_eager_into(buf, src: int, dst: int, tag: int, context: int, nbytes: int) -> None:
+def pack_eager_into(buf, src: int, dst: int, tag: int, context: int, nbytes: int,
+                    flags: int = 0, aux: int = 0) -> None:
     """Encode the envelope of an eager point-to-point message at the start of `buf`.
 
     The same bytes as `Envelope(K_P2P, src, dst, tag, context, nbytes).pack_into(buf)`,
     without building the tuple: every small message a rank sends across pays for this.
     """
     _check(nbytes, 0, 0)
-    _ENVELOPE.pack_into(buf, 0, VERSION, K_P2P, 0, src, dst, tag, context, nbytes, 0, 0, 0)
+    _ENVELOPE.pack_into(buf, 0, VERSION, K_P2P, flags, src, dst, tag, context, nbytes, 0, 0,
+                        aux)
 
 
 def pack_crossing(src: int, dst: int, tag: int, context: int, call: int, payload) -> bytearray:

@@ -1,0 +1,156 @@
+"""The communicator methods of a bridged communicator: groups, new communicators, attributes.
+
+Communicators made here are bridged too (`_create`), whatever their members: one inside a
+single cluster sends and reduces natively, one across the zipper gets contexts of its own.
+"""
+
+from __future__ import annotations
+
+from . import _create
+from ._group import BridgedGroup, Group
+from ._native import MPI
+from ._p2p_api import as_int
+from .errors import NotBridged, UsageError
+from .request import BridgedRequest
+
+_Comm = MPI.Comm
+
+
+def _ranks_of_group(group, call: str) -> tuple[int, ...]:
+    if isinstance(group, BridgedGroup):
+        return group.world_ranks
+    if isinstance(group, MPI.Group) and group.Get_size() == 0:
+        return ()
+    raise UsageError(f"{call}: expected a group of this communicator (from Get_group and the "
+                     f"group operations), got {group!r}")
+
+
+class CommunicatorMethods:
+    """Mixin of the bridged communicator: groups, Dup/Split/Create/Free, attributes."""
+
+    __slots__ = ()
+
+    # -- groups --------------------------------------------------------------------------
+    def Get_group(self):
+        """The group of this communicator (world ranks, in rank order)."""
+        core = self._core
+        return BridgedGroup(core.members, core.engine.vrank)
+
+    @property
+    def group(self):
+        """The group of this communicator."""
+        return self.Get_group()
+
+    def Compare(self, comm) -> int:
+        """IDENT (the same), CONGRUENT (same ranks, same order), SIMILAR or UNEQUAL."""
+        if comm is self:
+            return MPI.IDENT
+        other = getattr(comm, "_core", None)
+        if other is None:
+            return MPI.UNEQUAL
+        if other.members == self._core.members:
+            return MPI.CONGRUENT
+        return MPI.SIMILAR if set(other.members) == set(self._core.members) else MPI.UNEQUAL
+
+    # -- new communicators ---------------------------------------------------------------
+    def _flush(self):
+        core = self._core
+        core.engine.check()
+        if core.pending:
+            core.flush()
+        return core
+
+    def Dup(self, info=None):
+        """A new communicator with the same group (attributes copied)."""
+        return self._wrap(_create.dup(self._flush()), self._name + "_dup" if self._name else "")
+
+    def Clone(self):
+        """A duplicate, as Dup."""
+        return self.Dup()
+
+    def Dup_with_info(self, info):
+        """A duplicate (the info is not used)."""
+        return self.Dup()
+
+    def Idup(self, info=None):
+        """A duplicate, and a request that is already complete (the duplicate is made now)."""
+        from ._op import completed
+
+        return self.Dup(), BridgedRequest(completed())
+
+    def Idup_with_info(self, info):
+        """As Idup."""
+        return self.Idup()
+
+    def Split(self, color: int = 0, key: int = 0):
+        """A communicator per color, ranks ordered by key (COMM_NULL for MPI.UNDEFINED)."""
+        core = _create.split(self._flush(), as_int(color, "color", "Split"),
+                             as_int(key, "key", "Split"))
+        return MPI.COMM_NULL if core is None else self._wrap(core, "")
+
+    def Split_type(self, split_type: int, key: int = 0, info=None):
+        """Split by what processes share (a node never spans the zipper)."""
+        core = self._flush()
+        if split_type == MPI.UNDEFINED:
+            core.p2p.comm.Split_type(MPI.UNDEFINED, 0)
+            return MPI.COMM_NULL
+        new = _create.split_type(core, split_type, as_int(key, "key", "Split_type"))
+        return MPI.COMM_NULL if new is None else self._wrap(new, "")
+
+    def Create(self, group):
+        """The communicator of `group` (every rank of this one calls; others get COMM_NULL)."""
+        new = _create.create(self._flush(), _ranks_of_group(group, "Create"))
+        return MPI.COMM_NULL if new is None else self._wrap(new, "")
+
+    def Create_group(self, group, tag: int = 0):
+        """The communicator of `group`; only its members call."""
+        new = _create.create_group(self._flush(), _ranks_of_group(group, "Create_group"),
+                                   as_int(tag, "tag", "Create_group"))
+        return self._wrap(new, "")
+
+    def Free(self) -> None:
+        """Release this communicator (after its pending operations)."""
+        core = self._core
+        if core.freed:
+            return
+        if core is core.engine.communicators[0]:
+            raise UsageError("Free: MPI_COMM_WORLD cannot be freed")
+        if core.pending:
+            core.flush()
+        core.free()
+
+    def Disconnect(self) -> None:
+        """As Free (a bridged communicator is an intracommunicator)."""
+        self.Free()
+
+    # -- attributes (kept on the point-to-point context's native communicator) ----------
+    def Get_attr(self, keyval: int):
+        """The attribute `keyval` (TAG_UB: the largest user tag)."""
+        if keyval == MPI.TAG_UB:
+            return self._tag_ub
+        return self._core.p2p.comm.Get_attr(keyval)
+
+    def Set_attr(self, keyval: int, attrval) -> None:
+        """Cache `attrval` under `keyval` (copied by Dup as its keyval says)."""
+        self._core.p2p.comm.Set_attr(keyval, attrval)
+
+    def Delete_attr(self, keyval: int) -> None:
+        """Delete the attribute `keyval`."""
+        self._core.p2p.comm.Delete_attr(keyval)
+
+    Create_keyval = _Comm.Create_keyval
+    Free_keyval = _Comm.Free_keyval
+
+    # -- not across the zipper -----------------------------------------------------------
+    def Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0):
+        """Not bridged: intercommunicators between bridged groups."""
+        raise NotBridged("Create_intercomm is not bridged yet: mmpi provides intracommunicators "
+                         "only")
+
+
+def group_class():
+    """The class that `MPI.Group` names under mmpi-run."""
+    return Group
+
+
+__all__ = ["CommunicatorMethods"]

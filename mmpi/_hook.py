@@ -1,0 +1,85 @@
+"""Unmodified mpi4py programs under mmpi-run: `import mpi4py.MPI` gives the bridged namespace.
+
+Installed at interpreter start-up in every rank (see `_startup/sitecustomize.py`): a finder
+that answers the import of `mpi4py.MPI` with `mmpi.MPI`, which takes mpi4py's real module from
+here (`native`) and joins the bridge. Nothing happens until the program imports mpi4py.MPI,
+so Python processes of the job that never use MPI are left alone.
+
+With the hook off (`bridge=False`), importing mpi4py.MPI before mmpi has is refused: that rank
+would run in a world of its own cluster only, and the job would "succeed" as two.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+
+_TARGET = "mpi4py.MPI"
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, finder: _Finder) -> None:
+        self.finder = finder
+
+    def create_module(self, spec):
+        if not self.finder.bridge:
+            raise ImportError(
+                "mmpi-run started this rank with the mpi4py hook off (--no-mpi4py-hook), and "
+                "the program imports mpi4py.MPI directly: it would run as a separate world of "
+                "one cluster. Import `from mmpi import MPI` instead, or drop the flag."
+            )
+        import mmpi.MPI as bridged  # takes the real module from `native`, joins the bridge
+
+        return bridged
+
+    def exec_module(self, module) -> None:
+        """The module is complete already."""
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, bridge: bool) -> None:
+        self.bridge = bridge
+        self.real = None
+
+    def find_spec(self, name, path=None, target=None):
+        if name != _TARGET or (self.real is not None and not self.bridge):
+            return None
+        return importlib.machinery.ModuleSpec(name, _Loader(self), origin="mmpi")
+
+    def real_import(self):
+        """mpi4py's own MPI module, imported with this finder out of the way."""
+        if self.real is None:
+            sys.meta_path.remove(self)
+            try:
+                self.real = importlib.import_module(_TARGET)
+            finally:
+                sys.meta_path.insert(0, self)
+            if self.bridge:  # the name goes to the bridged module on the next import
+                del sys.modules[_TARGET]
+                delattr(sys.modules["mpi4py"], "MPI")
+        return self.real
+
+
+_finder: _Finder | None = None
+
+
+def install(bridge: bool) -> None:
+    """Put the finder first on sys.meta_path (once)."""
+    global _finder
+    if _finder is None:
+        _finder = _Finder(bridge)
+        sys.meta_path.insert(0, _finder)
+
+
+def native():
+    """mpi4py's own MPI module (what mmpi's internals use, whatever `mpi4py.MPI` names)."""
+    if _finder is not None:
+        return _finder.real_import()
+    return importlib.import_module(_TARGET)
+
+
+def active() -> bool:
+    """Whether `import mpi4py.MPI` gives the bridged namespace in this process."""
+    return _finder is not None and _finder.bridge

@@ -1,0 +1,105 @@
+"""Communicators made from the world, and from those: groups, Dup, Split, Create, Create_group,
+Compare, attributes, Free; collectives on several communicators interleaved.
+
+Every rank prints `rank R: <check> <value>` lines that must be the same natively and bridged
+(the test compares them); an assertion failure ends the job.
+"""
+
+import sys
+
+import numpy as np
+
+if sys.argv[1:2] == ["--mmpi"]:
+    from mmpi import MPI
+else:
+    from mpi4py import MPI
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+out = []
+
+
+def say(check, value):
+    out.append(f"rank {rank}: {check} {value}")
+
+
+# groups on world ranks
+g = world.Get_group()
+say("group", (g.Get_size(), g.Get_rank()))
+evens = g.Incl(list(range(0, size, 2)))
+odds = g.Excl(list(range(0, size, 2)))
+say("evens", (evens.Get_size(), evens.Get_rank()))
+say("union", MPI.Group.Union(odds, evens).Translate_ranks(list(range(size)), g))
+say("intersection", MPI.Group.Intersection(g, evens).Get_size())
+say("difference", MPI.Group.Difference(g, evens).Translate_ranks(None, g))
+say("range_incl", g.Range_incl([(size - 1, 0, -2)]).Translate_ranks(None, g))
+say("compare", (g.Compare(g), g.Compare(MPI.Group.Union(odds, evens)), g.Compare(evens)))
+say("isinstance", (isinstance(g, MPI.Group), isinstance(world, MPI.Intracomm),
+                   isinstance(world, MPI.Comm)))
+
+# Dup and Compare; attributes copied by Dup when their keyval says so
+key = MPI.Comm.Create_keyval(copy_fn=lambda comm, k, v: v + 1)
+world.Set_attr(key, 41)
+dup = world.Dup()
+say("dup", (dup.Get_rank(), dup.Get_size(), world.Compare(dup), world.Compare(world)))
+say("attr", (world.Get_attr(key), dup.Get_attr(key)))
+say("tag_ub_ok", dup.Get_attr(MPI.TAG_UB) >= 32767)
+
+# Split by halves (across the zipper for most layouts) and by parity, keys reversed
+half = world.Split(rank * 2 // size, -rank)
+par = world.Split(rank % 2, rank)
+none = world.Split(MPI.UNDEFINED if rank == 0 else 0, 0)
+say("half", (half.Get_rank(), half.Get_size()))
+say("par", (par.Get_rank(), par.Get_size()))
+say("undefined", none == MPI.COMM_NULL)
+
+# collectives interleaved on three communicators
+x = np.array([rank + 1.0])
+for i in range(3):
+    a, b, c = np.empty(1), np.empty(1), np.empty(1)
+    half.Allreduce(x, a)
+    par.Allreduce(x * 10, b)
+    dup.Allreduce(x * 100, c)
+    say(f"interleaved{i}", (a[0], b[0], c[0]))
+    say(f"bcast{i}", par.bcast(("from", rank) if par.Get_rank() == 0 else None, root=0))
+    recv = np.empty(half.Get_size(), np.int64)
+    half.Allgather(np.array([rank], np.int64), recv)
+    say(f"allgather{i}", recv.tolist())
+    say(f"gather{i}", par.gather(rank, root=par.Get_size() - 1))
+    say(f"alltoall{i}", dup.alltoall([rank * 100 + j for j in range(size)]))
+
+# point-to-point on a derived communicator: ring within each parity class
+if par.Get_size() > 1:
+    right, left = (par.Get_rank() + 1) % par.Get_size(), (par.Get_rank() - 1) % par.Get_size()
+    buf = np.empty(3, np.int64)
+    st = MPI.Status()
+    par.Sendrecv(np.array([rank, 7, 9]), right, 5, buf, left, 5, st)
+    say("par_ring", (buf.tolist(), st.Get_source(), st.Get_tag()))
+    say("par_obj", par.sendrecv({"r": rank}, right, 3, None, left, 3))
+
+# Create (collective over world) and Create_group (members only)
+sub = world.Create(evens)
+say("create", "null" if sub == MPI.COMM_NULL else (sub.Get_rank(), sub.Get_size(),
+                                                   sub.allreduce(rank)))
+if rank % 2 == 1:
+    grp = world.Create_group(odds, tag=7)
+    say("create_group", (grp.Get_rank(), grp.Get_size(), grp.allreduce(rank)))
+    grp.Free()
+
+# a communicator of a communicator; Split_type keeps shared memory inside a node
+quarter = half.Split(half.Get_rank() % 2, 0)
+say("quarter", (quarter.Get_rank(), quarter.Get_size(), quarter.allreduce(rank)))
+node = world.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+say("split_type_member", node.Get_rank() < node.Get_size())
+
+# names
+dup.Set_name("my dup")
+say("name", dup.Get_name())
+
+for c in (quarter, half, par, dup):
+    c.Free()
+say("freed", dup == MPI.COMM_NULL)
+world.Barrier()
+every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
+if rank == 0:
+    print("\n".join(line for lines in every for line in lines), flush=True)

@@ -1,0 +1,141 @@
+"""Every send mode and request kind: Ssend semantics, Bsend with an attached buffer, Rsend,
+persistent requests reused, matched probes, Sendrecv_replace, Isendrecv, Cancel, Waitsome,
+Testany, native and bridged requests in one Waitall. Prints `rank R: <check> <value>`.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+if sys.argv[1:2] == ["--mmpi"]:
+    from mmpi import MPI
+else:
+    from mpi4py import MPI
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+out = []
+half = size // 2  # rank r and r + half are partners; with an odd size the last sits out
+peer = rank + half if rank < half else rank - half if rank < 2 * half else MPI.PROC_NULL
+first = peer != MPI.PROC_NULL and rank < peer
+
+
+def say(check, value):
+    out.append(f"rank {rank}: {check} {value}")
+
+
+# A synchronous send completes only once its receive is posted: the receiver posts late.
+if first:
+    t0 = MPI.Wtime()
+    world.Ssend(np.arange(4, dtype="i"), peer, 1)
+    say("ssend_waited", MPI.Wtime() - t0 > 0.15)
+    req = world.Issend(np.arange(5000, dtype="d"), peer, 2)
+    say("issend_early", req.Test())
+    world.Barrier()
+    req.Wait()
+else:
+    time.sleep(0.3)
+    buf = np.zeros(4, "i")
+    world.Recv(buf, peer, 1)
+    say("ssend_data", buf.tolist())
+    world.Barrier()
+    big = np.zeros(5000)
+    world.Recv(big, peer, 2)
+    say("issend_data", float(big.sum()))
+world.Barrier()
+
+# Buffered sends within an attached buffer, object forms of the modes
+MPI.Attach_buffer(bytearray(1 << 16))
+if first:
+    world.Bsend(np.full(100, rank, "i"), peer, 3)
+    world.bsend({"b": rank}, peer, 4)
+    world.ssend(("s", rank), peer, 5)
+    world.Send(np.array([rank], "i"), peer, 6)
+else:
+    b = np.zeros(100, "i")
+    world.Recv(b, peer, 3)
+    say("bsend", int(b.sum()))
+    say("bsend_obj", world.recv(source=peer, tag=4))
+    say("ssend_obj", world.recv(source=peer, tag=5))
+    one = np.zeros(1, "i")
+    world.Recv(one, peer, 6)
+    say("send", int(one[0]))
+MPI.Detach_buffer()
+world.Barrier()
+
+# A ready send, once the receive is known to be posted
+ready = np.zeros(2, "i")
+rr = world.Irecv(ready, peer, 12)
+world.Barrier()
+world.Rsend(np.array([rank, 12], "i"), peer, 12)
+rr.Wait()
+say("rsend", ready.tolist())
+
+# Persistent requests, started many times
+sbuf, rbuf = np.zeros(3, "d"), np.zeros(3, "d")
+sreq = world.Send_init(sbuf, peer, 7)
+rreq = world.Recv_init(rbuf, peer, 7)
+total = 0.0
+for i in range(20):
+    sbuf[:] = [rank, i, rank * i]
+    MPI.Prequest.Startall([rreq, sreq])
+    MPI.Request.Waitall([rreq, sreq])
+    total += float(rbuf.sum())
+say("persistent", total)
+sreq.Free()
+rreq.Free()
+
+# Matched probes
+world.Send(np.arange(rank + 1, dtype="i"), peer, 8)
+st = MPI.Status()
+msg = world.Mprobe(peer, 8, st)
+got = np.zeros(st.Get_count(MPI.INT), "i")
+msg.Recv(got)
+say("mprobe", (st.Get_source(), got.tolist()))
+world.send({"m": rank}, peer, 9)
+m = None
+while m is None:
+    m = world.improbe(peer, 9)
+say("improbe", m.recv())
+
+# Sendrecv_replace and Isendrecv
+rep = np.array([rank, rank * 2], "i")
+world.Sendrecv_replace(rep, peer, 10, peer, 10)
+say("sendrecv_replace", rep.tolist())
+into = np.zeros(2, "i")
+r = world.Isendrecv(np.array([rank, 5], "i"), peer, 11, into, peer, 11)
+r.Wait(st)
+say("isendrecv", (into.tolist(), st.Get_source()))
+
+# Cancel a receive nobody sends to
+c = world.Irecv(np.zeros(1), peer, 99)
+c.Cancel()
+c.Wait(st)
+say("cancelled", st.Is_cancelled())
+
+# Waitsome / Testany / mixed native and bridged requests
+reqs = [world.Isend(np.array([rank], "i"), peer, 20 + k) for k in range(3)]
+bufs = [np.zeros(1, "i") for _ in range(3)]
+recvs = [world.Irecv(bufs[k], peer, 20 + k) for k in range(3)]
+done = set()
+while len(done) < 3:
+    idx = MPI.Request.Waitsome(recvs)
+    done |= set(idx or [])
+MPI.Request.Waitall(reqs)
+say("waitsome", sorted(int(b[0]) for b in bufs))
+self_req = MPI.COMM_SELF.Isend(np.array([1], "i"), 0, 0)
+self_recv = np.zeros(1, "i")
+self_r = MPI.COMM_SELF.Irecv(self_recv, 0, 0)
+br = world.Irecv(np.zeros(1, "i"), peer, 30)
+bs = world.Isend(np.array([rank], "i"), peer, 30)
+MPI.Request.Waitall([self_req, self_r, br, bs])
+say("mixed_waitall", int(self_recv[0]))
+i, flag = MPI.Request.Testany([MPI.REQUEST_NULL])
+say("testany_null", (i == MPI.UNDEFINED, flag))
+say("request_types", (isinstance(br, MPI.Request), isinstance(self_req, MPI.Request)))
+
+world.Barrier()
+every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
+if rank == 0:
+    print("\n".join(line for lines in every for line in lines), flush=True)

@@ -1,0 +1,68 @@
+"""The same mpi4py programs natively (mpiexec -n N) and bridged (mmpi-run, several layouts):
+every line of results they print must be the same.
+
+Each program prints `rank R: <check> <value>` lines; natively it imports mpi4py, bridged mmpi
+(or, with the import hook, mpi4py again). Any difference is a conformance failure.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import _run, mmpi_run_cmd
+
+pytestmark = pytest.mark.mpi
+PROGS = Path(__file__).parent / "progs"
+LAYOUTS = [(2, 2), (1, 3), (3, 2)]
+LINE = re.compile(r"(rank \d+: .*)$")
+
+
+def _results(text: str) -> list[str]:
+    return sorted(m.group(1) for m in map(LINE.search, text.splitlines()) if m)
+
+
+def _native(prog: str, n: int, *args: str):
+    return _run(["mpiexec", "-n", str(n), sys.executable, str(PROGS / prog), *args], 120)
+
+
+def _bridged(prog: str, low: int, high: int, *args: str):
+    return _run([*mmpi_run_cmd(), "--low", str(low), "--high", str(high), sys.executable,
+                 str(PROGS / prog), *args], 150)
+
+
+def check_same(prog: str, low: int, high: int, *args: str) -> None:
+    native = _native(prog, low + high, *args)
+    assert native.returncode == 0, native.output[-3000:]
+    bridged = _bridged(prog, low, high, "--mmpi", *args)
+    assert bridged.returncode == 0, bridged.output[-4000:]
+    want, got = _results(native.stdout), _results(bridged.stdout)
+    assert want, native.output[-2000:]
+    missing = [x for x in want if x not in got]
+    extra = [x for x in got if x not in want]
+    assert not missing and not extra, f"differ: native only {missing[:8]}, bridged only " \
+        f"{extra[:8]}\n{bridged.output[-2000:]}"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", LAYOUTS)
+def test_communicators_groups_and_attributes(low, high):
+    check_same("comms.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", LAYOUTS)
+def test_send_modes_and_requests(low, high):
+    check_same("sendmodes.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", LAYOUTS)
+def test_nonblocking_collectives(low, high):
+    check_same("nbc.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", LAYOUTS)
+def test_cartesian_halo_exchange_and_graphs(low, high):
+    check_same("cart.py", low, high)
