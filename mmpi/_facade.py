@@ -159,5 +159,5 @@ def Detach_buffer():
     return MPI.Detach_buffer()
 
 
-__all__ = ["Comm", "Intracomm", "Win", "File", "Prequest", "Attach_buffer", "Detach_buffer", "native_of",
-           "mpi_exceptions"]
+__all__ = ["Comm", "Intracomm", "Win", "File", "Prequest", "Attach_buffer", "Detach_buffer",
+           "native_of", "mpi_exceptions"]

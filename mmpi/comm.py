@@ -230,7 +230,7 @@ class _Neighborhood:
     __slots__ = ()
 
     def _ncall(self, name, steps):
-        return self._core.run(name, steps)
+        return self._run(name, steps)
 
     def Neighbor_allgather(self, sendbuf, recvbuf) -> None:
         """Gather one block from every source neighbour."""

@@ -432,9 +432,13 @@ class Message(MPI.Message):
 
     def Irecv(self, buf):
         """Start receiving the message into `buf`."""
-        from ._buffers import as_view
+        from . import _buffers
 
-        return self._take(as_view(buf, writable=True, op="Message.Irecv"), "Message.Irecv")
+        view = _buffers.as_view(buf, writable=True, op="Message.Irecv")
+        req = self._take(view, "Message.Irecv")
+        if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
+            req._op.after = _buffers.take_unpacks()
+        return req
 
     def Recv(self, buf, status: MPI.Status | None = None) -> None:
         """Receive the message into `buf`."""

@@ -13,7 +13,7 @@ import sys
 def _chain() -> None:
     """Run the sitecustomize this one shadows, if there is one."""
     here = os.path.dirname(os.path.abspath(__file__))
-    del sys.modules["sitecustomize"]
+    sys.modules.pop("sitecustomize", None)
     path = sys.path[:]
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     try:
