@@ -138,18 +138,58 @@ def _foreign(obj, op: str) -> memoryview:
             hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] != 1):
         raise NotBridged(f"{op}: device (GPU) buffers are not bridged: the forwarders move host "
                          "memory; copy the data to the host first")
-    try:
-        if hasattr(obj, "__dlpack__"):
-            return memoryview(np.from_dlpack(obj))
-        if hasattr(obj, "__array_interface__"):
-            return memoryview(np.asarray(obj))
-    except (TypeError, ValueError, BufferError) as exc:
-        raise BufferError_(f"{op}: cannot use the buffer of a {type(obj).__name__}: {exc}") \
-            from None
+    if hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__"):
+        try:
+            # mpi4py's own reading of DLPack and array interfaces, as its calls would do;
+            # the bytes come without a format, so the element type is read as well
+            raw = memoryview(MPI.buffer(obj))
+            fmt = _foreign_format(obj)
+        except (TypeError, ValueError, BufferError) as exc:
+            raise BufferError_(f"{op}: cannot use the buffer of a {type(obj).__name__}: "
+                               f"{exc}") from None
+        if fmt and raw.nbytes % np.dtype(fmt).itemsize == 0:
+            try:
+                return raw.cast(fmt)
+            except (TypeError, ValueError):  # a format memoryview does not cast to ('g')
+                pass
+        return raw
     raise BufferError_(
         f"{op}: {type(obj).__name__} does not expose a buffer (use a numpy array, bytes, "
         "bytearray, memoryview or an object with DLPack; lowercase methods take objects)"
     )
+
+
+_DL_CODES = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}  # DLPack type codes -> numpy kinds
+
+
+def _foreign_format(obj) -> str | None:
+    """The struct format of a DLPack or array-interface object's elements (None: unknown)."""
+    iface = getattr(obj, "__array_interface__", None)
+    if iface is not None:
+        return np.dtype(iface["typestr"]).char
+    import ctypes
+
+    class DLDataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("dtype", DLDataType)]
+
+    capsule = obj.__dlpack__()  # unversioned: a DLManagedTensor whose first field is the tensor
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    pointer = get(capsule, b"dltensor")
+    dtype = ctypes.cast(pointer, ctypes.POINTER(DLTensor)).contents.dtype
+    kind = _DL_CODES.get(dtype.code)
+    del capsule  # never consumed: its own destructor gives it back to the producer
+    if kind is None or dtype.lanes != 1:
+        return None
+    if kind == "b":
+        return "?"
+    return np.dtype(f"{kind}{dtype.bits // 8}").char
 
 
 def _infer(view: memoryview, op: str) -> MPI.Datatype:

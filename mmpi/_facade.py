@@ -146,10 +146,21 @@ class File(MPI.File, metaclass=StandIn):
 pickle_natively(MPI.Win, MPI.File, MPI.Message)
 
 
+def buffer_size(buf) -> int:
+    """Bytes in a buffer given to Attach_buffer (-1: automatic, or not to be told)."""
+    if buf is MPI.BUFFER_AUTOMATIC:
+        return -1
+    try:
+        return MPI.buffer(buf).nbytes
+    except (TypeError, ValueError, BufferError):
+        return -1
+
+
 def Attach_buffer(buf) -> None:
     """Attach a buffer for buffered sends (bridged ones count against its size too)."""
+    size = buffer_size(buf)
     MPI.Attach_buffer(buf)
-    attached.size = -1 if buf is MPI.BUFFER_AUTOMATIC else len(memoryview(buf).cast("B"))
+    attached.size = size
 
 
 def Detach_buffer():

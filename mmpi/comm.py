@@ -89,7 +89,10 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
         """Attach a buffer for this communicator's buffered sends."""
         from ._p2p_api import attached
 
-        attached.size = -1 if buf is MPI.BUFFER_AUTOMATIC else len(memoryview(buf).cast("B"))
+        try:
+            attached.size = -1 if buf is MPI.BUFFER_AUTOMATIC else MPI.buffer(buf).nbytes
+        except (TypeError, ValueError, BufferError):
+            attached.size = -1
         self._buffer = buf
 
     def Detach_buffer(self):
