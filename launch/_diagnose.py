@@ -65,7 +65,8 @@ _LOST_FORWARDER = re.compile(r"\blost (?:the forwarder|forwarder (\d+))\b")
 _CONSEQUENCE_ERRORS = re.compile(r"(?:\w+\.)*(?:RankGone|ForwarderLost)\b")
 _ERROR_STACK = ", error stack:"
 _STACK_ENTRY = re.compile(r"(\w+)\(\d+\)\.*: ?(.*)")  # "MPIR_Wait(745)......: message"
-_POINTER_ARG = re.compile(r"\b\w+=(?:0x[0-9a-fA-F]+|\(nil\)), ?")
+_CALL = re.compile(r"(\w+)\((.*)\) failed")  # "MPI_Test(request=0x7f.., status=0x1) failed"
+_POINTER_ARG = re.compile(r"\w+=(?:0x[0-9a-fA-F]+|\(nil\))")
 _LOST_PID = re.compile(r"process_vm_(?:readv|writev)\(pid=(\d+)")
 _TRACEBACK = "Traceback (most recent call last):"
 # UCX log lines start "[1795263317.010223] [vm:3367 :0]": host, pid, thread of the process.
@@ -492,10 +493,13 @@ def _with_stack(text: str, stack: Sequence[tuple[str, str]]) -> str:
         return text
     text = text.removesuffix(_ERROR_STACK)
     messages = [message for _, message in stack if message]
-    call = next((m for m in messages if m.endswith(" failed")), None)
+    call = next((m for m in messages if _CALL.fullmatch(m)), None)
     parts = [text]
     if call is not None:
-        parts.append(_POINTER_ARG.sub("", call))
+        name, args = _CALL.fullmatch(call).groups()  # type: ignore[union-attr]
+        # Addresses say nothing to the user; counts, datatypes and ops do.
+        kept = [a for a in args.split(", ") if not _POINTER_ARG.fullmatch(a)]
+        parts.append(f"{name}({', '.join(kept)}) failed")
     if messages and messages[-1] != call:
         parts.append(messages[-1])
     return ": ".join(parts)

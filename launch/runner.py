@@ -496,11 +496,10 @@ def _separate_worlds(jobs: list[_Job], rendezvous: Path) -> Check:
                 joined = True  # cannot tell: let the other checks decide
             if not joined:
                 what = (
-                    f"finished (status 0) but none of its ranks joined the bridge: the program "
-                    f"ran as separate worlds, one per cluster, not as one world of {total} ranks "
-                    "(it must take MPI from mmpi - `from mmpi import MPI`, or `from mpi4py "
-                    "import MPI` without --no-mpi4py-hook; a program that is not Python cannot "
-                    "be bridged)"
+                    "finished (status 0) but no rank joined the bridge: the job ran as separate "
+                    f"worlds, one per cluster, not as one of {total} ranks (take MPI from mmpi, "
+                    "or from mpi4py without --no-mpi4py-hook; a program that is not Python "
+                    "cannot be bridged)"
                 )
                 return _Failure(what, _status.NOT_BRIDGED, job)
         return None

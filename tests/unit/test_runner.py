@@ -465,6 +465,127 @@ def test_jobs_die_with_a_killed_runner(tmp_path):
         runner_proc.wait()
 
 
+@pytest.mark.timeout(20)
+def test_a_killed_runner_leaves_no_rendezvous_and_no_shm(tmp_path):
+    # The watchdog: SIGKILL gives mmpi-run no chance; its helper must clean up after it.
+    rv = tmp_path / "mmpi-rv"
+    rv.mkdir()
+    (rv / "secret").write_text("x")
+    pidfile = tmp_path / "low.pid"
+    shm = Path(f"/dev/shm/mpich_shm_mmpitest_{os.getpid()}_{time.monotonic_ns()}")
+    job = SLEEPER.replace("time.sleep(60)", f"open({str(shm)!r}, 'w').close(); time.sleep(60)")
+    script = f"""
+    import sys
+    from launch.plan import Launch, Plan
+    from launch.runner import run
+    job = Launch("low", "cluster", (sys.executable, "-S", "-c", {job!r}, {str(pidfile)!r}),
+                 {{"MMPI_RENDEZVOUS": {str(rv)!r}}})
+    run(Plan((job,)), rendezvous={str(rv)!r})
+    """
+    runner_proc = subprocess.Popen(py(script, site=True))
+    try:
+        deadline = time.monotonic() + 10
+        while not (pidfile.exists() and shm.exists()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        job_pid = pids(pidfile)[0]
+        runner_proc.kill()
+        runner_proc.wait()
+        killed_at = time.monotonic()
+        while (rv.exists() or shm.exists()) and time.monotonic() < killed_at + 5:
+            time.sleep(0.02)
+        assert not rv.exists(), "the rendezvous directory (with the secret) was left behind"
+        assert not shm.exists(), "a shm segment of the job was left behind"
+        assert wait_dead([job_pid], timeout=1) == []
+    finally:
+        runner_proc.kill()
+        runner_proc.wait()
+        shm.unlink(missing_ok=True)
+
+
+@pytest.mark.timeout(20)
+def test_clusters_whose_ranks_never_join_are_separate_worlds(capsys, tmp_path):
+    rv = tmp_path / "rv"
+    rv.mkdir()
+    (rv / "port.0.low").write_text("port")  # the forwarder was ready; nobody came
+    pidfile = tmp_path / "fwd.pid"
+    plan = Plan(
+        (
+            sleeper("fwd0", FORWARDER, pidfile),
+            Launch("low", CLUSTER, py(AFTER_SLEEPERS + "print('alone')", str(pidfile)), {}, 2),
+            cluster("high", "import time; time.sleep(0.2); print('alone too')", 2, 2),
+        )
+    )
+    start = time.monotonic()
+    assert run(plan, rendezvous=rv) == 69
+    assert time.monotonic() - start < 5  # not the forwarder's shutdown grace of 10 s
+    assert wait_dead(pids(pidfile)) == []
+    err = capsys.readouterr().err
+    assert "mmpi-run: cluster 'low' finished (status 0) but no rank joined the bridge: the job " \
+           "ran as separate worlds, one per cluster, not as one of 4 ranks" in err
+
+
+@pytest.mark.timeout(20)
+def test_a_failed_run_keeps_its_log_a_good_one_does_not(capsys, rendezvous, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    code = f"""
+    import sys
+    print("{M}[0] working")
+    print("{M}[1] Traceback (most recent call last):", file=sys.stderr)
+    print("{M}[1] ValueError: bad", file=sys.stderr)
+    sys.exit(1)
+    """
+    assert run(Plan((cluster("low", code),)), rendezvous=rendezvous, log_dir=logs) == 1
+    (log,) = logs.iterdir()
+    assert log.name.startswith("mmpi-run.") and log.suffix == ".log"
+    logged = log.read_text().splitlines()  # stdout and stderr: each in order, not together
+    assert sorted(logged[:3]) == [
+        "[low:0 v0] working",
+        "[low:1 v1] Traceback (most recent call last):",
+        "[low:1 v1] ValueError: bad",
+    ]
+    assert logged[3:] == [
+        "mmpi-run: rank 1 (low:1) raised ValueError: bad; cluster 'low' exited with status 1",
+    ]
+    err = capsys.readouterr().err
+    assert err.endswith(f"mmpi-run: the output of every rank and forwarder is in {log}\n")
+    assert "[low:1 v1] ValueError: bad\n" in err  # the cause's own traceback, on screen
+    rv2 = tmp_path / "rv2"
+    rv2.mkdir()
+    (rv2 / "rank.low.0.pid").write_text("0 0")
+    assert run(Plan((cluster("low", "print('ok')"),)), rendezvous=rv2, log_dir=logs) == 0
+    assert len(list(logs.iterdir())) == 1
+    # A log the user asked for is written whatever happens.
+    rv3 = tmp_path / "rv3"
+    rv3.mkdir()
+    (rv3 / "rank.low.0.pid").write_text("0 0")
+    asked = tmp_path / "asked.log"
+    assert run(Plan((cluster("low", "print('ok')"),)), rendezvous=rv3, log=asked) == 0
+    assert asked.read_text() == "[low] ok\n"
+
+
+@pytest.mark.timeout(20)
+def test_stdin_goes_to_the_job_of_virtual_rank_0_only(tmp_path):
+    rv = tmp_path / "rv"
+    rv.mkdir()
+    for c in ("low", "high"):
+        (rv / f"rank.{c}.0.pid").write_text("0 0")
+    reader = "import sys; print(repr(sys.stdin.read()))"
+    script = f"""
+    import sys
+    from launch.plan import Launch, Plan
+    from launch.runner import run
+    py = (sys.executable, "-S", "-c", {reader!r})
+    plan = Plan((Launch("low", "cluster", py, {{}}, 1, 0, stdin=True),
+                 Launch("high", "cluster", py, {{}}, 1, 1)))
+    sys.exit(run(plan, rendezvous={str(rv)!r}))
+    """
+    p = subprocess.run(py(script, site=True), input="hello\n", capture_output=True, text=True,
+                       timeout=15)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == ["[high] ''", "[low] 'hello\\n'"]
+
+
 # -- failure reports: who is the cause, from what the jobs printed -------------------------------
 
 from launch._diagnose import Evidence, JobEnd, diagnose  # noqa: E402
