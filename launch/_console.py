@@ -6,8 +6,9 @@ one that says what went wrong. So, unless ``--verbose``:
 
 - every line goes to the log file at once, as it would to the screen;
 - program output goes to the screen at once too, except *noise*: a traceback and what follows
-  it (an MPICH error stack, chained tracebacks), ``Abort(...) on node ...`` notices, UCX log
-  lines, and Hydra's banner. Those are held, per process and stream;
+  it (an MPICH error stack, chained tracebacks), ``Abort(...) on node ...`` notices and all
+  that the process says after one on that stream, UCX log lines, and Hydra's banner. Those are
+  held, per process and stream;
 - a process whose stream carries on with ordinary output after held lines survived them (a
   program that printed a traceback and went on): its held lines are shown first, in order;
 - at the end the runner shows the held lines of the cause (`show`) and drops the rest (they
@@ -33,6 +34,7 @@ _CHAINED = (
 )
 _STACK_ENTRY = re.compile(r"\w+\(\d+\)\.*:.*")  # MPICH: "MPIR_Wait(745)......: message"
 _ABORT = re.compile(r"Abort\(-?\d+\) on node \d+ ")
+_IGNORED = "Exception ignored in"  # Python's report of an error it cannot raise (atexit...)
 # UCX: "[vm:15130:0:15156]  cma_ep.c:85 ..." and "[1795263317.010223] [vm:3367 :0]  ..."
 _UCX = re.compile(r"(?:\[\d+\.\d+\] )?\[[^\s:\]]+:\d+\s*:\d+(?::\d+)?\]")
 # Hydra's banner when a process of the job ends badly, and its advice after it.
@@ -42,7 +44,7 @@ _BANNER = re.compile(
     r"|Please see the FAQ page for debugging suggestions"
 )
 
-_NORMAL, _IN_TRACEBACK, _AFTER_EXCEPTION = range(3)
+_NORMAL, _IN_TRACEBACK, _AFTER_EXCEPTION, _ABORTING = range(4)
 
 
 @dataclass
@@ -53,6 +55,8 @@ class _Stream:
     held: list[tuple[int, str, str]] = field(default_factory=list)  # (arrival, label, text)
 
     def is_noise(self, text: str, from_mpiexec: bool) -> bool:
+        if self.state == _ABORTING:  # MPI_Abort was called: the rest is its last words
+            return True
         if self.state == _IN_TRACEBACK:
             if text and not text[0].isspace() and text != _TRACEBACK and text not in _CHAINED:
                 self.state = _AFTER_EXCEPTION  # "Error: message", the traceback's last line
@@ -64,7 +68,13 @@ class _Stream:
         if text == _TRACEBACK:
             self.state = _IN_TRACEBACK
             return True
-        if _ABORT.match(text) or _UCX.match(text):
+        if text.startswith(_IGNORED):
+            self.state = _AFTER_EXCEPTION  # its traceback follows
+            return True
+        if _ABORT.match(text):
+            self.state = _ABORTING
+            return True
+        if _UCX.match(text):
             return True
         return from_mpiexec and bool(_BANNER.fullmatch(text))
 

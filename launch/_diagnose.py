@@ -255,7 +255,8 @@ class Report:
         first, rest = self.others[0], self.others[1:]
         n = len(self.others)
         why = "as a consequence" if all(r.consequence for r in self.others) else "too"
-        line = f"{n} other rank{'s' if n > 1 else ''} failed {why}: {first.who} {first.what}"
+        other = " other" if self.cause.rank is not None else ""
+        line = f"{n}{other} rank{'s' if n > 1 else ''} failed {why}: {first.who} {first.what}"
         gists: dict[str, list[str]] = {}
         for r in rest:
             gists.setdefault(r.gist, []).append(r.who)

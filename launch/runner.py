@@ -316,6 +316,11 @@ def _shut_down(
                 output.message(line)
             output.message(lines[-1] + (f"; stopping {others}" if running else ""))
     finally:
+        # A stopped forwarder would hold its mpiexec up until SIGKILL: end it first.
+        for pid in pids.forwarders.values():
+            if hygiene.process_state(pid) in ("T", "t") and hygiene.in_job(pid, rendezvous):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
         _stop(jobs, term_grace)
         if failures:
             # A rank or forwarder outside its job's process group (a stopped forwarder that

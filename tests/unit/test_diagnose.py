@@ -134,7 +134,7 @@ def test_a_stopped_forwarder_is_the_cause_not_the_ranks_that_lost_it():
     assert report.lines[0] == (
         "forwarder 'fwd0' (pid 6700) is stopped (SIGSTOP): it stopped answering"
     )
-    assert report.lines[1].startswith("2 other ranks failed as a consequence: rank 1 (low:1) ")
+    assert report.lines[1].startswith("2 ranks failed as a consequence: rank 1 (low:1) ")
     assert report.status == 69
 
 
