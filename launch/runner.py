@@ -7,10 +7,15 @@ Rules:
 - Whatever happens, every group we started is sent SIGKILL before ``run`` returns, so no rank
   outlives mmpi-run on this machine (remote ranks are Hydra's to stop when mpiexec dies); if
   mmpi-run itself is SIGKILLed, the kernel sends each mpiexec SIGTERM (Linux PDEATHSIG).
-- Output is written one whole line at a time under one lock; lines never interleave.
+  If it is SIGKILLed, its watchdog (`hygiene.start_watchdog`) also kills what is left of the
+  job and removes the rendezvous directory and the job's shm segments.
+- Output is written one whole line at a time under one lock; lines never interleave. Every
+  line goes to the log; a failure's noise is held back from the screen (_console.py).
+- Only the job that holds virtual rank 0 gets our standard input (Hydra gives it to its rank 0).
 - The rendezvous directory is always removed; after a failure, MPICH shared-memory files that
   appeared during the run and are no longer in use are removed too.
-- Success is: every cluster job exits 0, then every forwarder exits 0.
+- Success is: every cluster job exits 0, then every forwarder exits 0. A cluster that exits 0
+  without any rank having joined the bridge ran as a separate world: that is a failure.
 - After the first failure, the other jobs get FAILURE_GRACE seconds to fail by themselves
   before they are stopped: one dead rank brings down its cluster, the forwarder and maybe the
   other cluster, and the job that exits first is often not the cause. Every failure is then
