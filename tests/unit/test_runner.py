@@ -690,7 +690,7 @@ def test_ranks_that_lost_the_forwarder_are_its_consequence():
     )
     assert report.lines == [
         "forwarder 'fwd0' (pid 6700) was killed by signal 9 (SIGKILL, exit status 9)",
-        f"1 other rank failed as a consequence: rank 0 (low:0) raised {lost}",
+        f"1 rank failed as a consequence: rank 0 (low:0) raised {lost}",
     ]
     assert report.status == 137
 
