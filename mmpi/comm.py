@@ -45,7 +45,7 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
 
     def __eq__(self, other) -> bool:
         if isinstance(other, _Bridged):
-            return other is self
+            return other._core is self._core
         if isinstance(other, MPI.Comm):  # a native one: only COMM_NULL, once this is freed
             return self._core.freed and not MPI.Comm.__bool__(other)
         return NotImplemented
@@ -55,10 +55,65 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
         return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return id(self)
+        return id(self._core)
 
     def __bool__(self) -> bool:
         return not self._core.freed
+
+    def __reduce__(self):
+        if self._core is self._core.engine.communicators[0]:
+            return "COMM_WORLD"  # found again by name, as mpi4py's predefined handles
+        raise ValueError(f"cannot serialize '{type(self).__name__}' instance")
+
+    # -- info (kept, not interpreted) ----------------------------------------------------
+    def Set_info(self, info) -> None:
+        """Keep a copy of the hints (the bridge does not act on them)."""
+        self._info = info.Dup() if info != MPI.INFO_NULL else MPI.Info.Create()
+
+    def Get_info(self):
+        """A copy of the hints set on this communicator."""
+        info = getattr(self, "_info", None)
+        return info.Dup() if info is not None else MPI.Info.Create()
+
+    @property
+    def info(self):
+        """The hints set on this communicator."""
+        return self.Get_info()
+
+    @info.setter
+    def info(self, info) -> None:
+        self.Set_info(info)
+
+    # -- a buffer for buffered sends (MPI 4.1: per communicator; here, the process's) ----
+    def Attach_buffer(self, buf) -> None:
+        """Attach a buffer for this communicator's buffered sends."""
+        from ._p2p_api import attached
+
+        attached.size = -1 if buf is MPI.BUFFER_AUTOMATIC else len(memoryview(buf).cast("B"))
+        self._buffer = buf
+
+    def Detach_buffer(self):
+        """Detach it, once the buffered sends have completed."""
+        self.Flush_buffer()
+        buf, self._buffer = getattr(self, "_buffer", None), None
+        from ._p2p_api import attached
+
+        attached.size = 0
+        return buf
+
+    def Flush_buffer(self) -> None:
+        """Wait until the buffered sends have completed."""
+        from ._p2p_api import attached
+
+        self._core.engine.wait_for(lambda: all([op.poll() for op, _ in attached.pending]))
+
+    def Iflush_buffer(self):
+        """Flush_buffer, as a request (complete once it returns)."""
+        from ._op import completed
+        from .request import BridgedRequest
+
+        self.Flush_buffer()
+        return BridgedRequest(completed())
 
     def __repr__(self) -> str:
         core = self._core
@@ -230,7 +285,7 @@ class _Neighborhood:
     __slots__ = ()
 
     def _ncall(self, name, steps):
-        return self._core.run(name, steps)
+        return self._run(name, steps)
 
     def Neighbor_allgather(self, sendbuf, recvbuf) -> None:
         """Gather one block from every source neighbour."""
