@@ -19,10 +19,15 @@ Rule: nothing is ever lost: a line is either shown or logged, and logged lines a
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sys
+import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 Source = tuple[str, "int | None"]  # (job name, local rank or None for the job's own lines)
@@ -168,9 +173,37 @@ class Console:
             self._broken.add(stream)
 
 
+def open_log(path: Path) -> IO[str] | None:
+    """Open the log for writing; None (said on stderr) if it cannot be."""
+    try:
+        return open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError as exc:
+        print(f"mmpi-run: cannot write the log {path}: {exc.strerror}", file=sys.stderr)
+        return None
+
+
+def keep_log(path: Path, directory: str | os.PathLike[str] | None) -> Path | None:
+    """Copy the run's log to ``mmpi-run.<time>.log`` in `directory` (else the temp dir)."""
+    if directory is None or not path.exists():
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for where in (Path(directory), Path(tempfile.gettempdir())):
+        for n in range(100):  # two runs that fail in the same second keep both logs
+            dest = where / f"mmpi-run.{stamp}{f'-{n}' if n else ''}.log"
+            try:
+                with open(dest, "x") as out, open(path) as src:
+                    shutil.copyfileobj(src, out)
+            except FileExistsError:
+                continue
+            except OSError:
+                break
+            return dest.resolve() if where == Path(directory) else dest
+    return None
+
+
 def _first_held(item: tuple[tuple[Source, str], _Stream]) -> int:
     held = item[1].held
     return held[0][0] if held else 0
 
 
-__all__ = ["Console", "Source"]
+__all__ = ["Console", "Source", "keep_log", "open_log"]

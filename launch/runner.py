@@ -31,8 +31,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -43,7 +41,7 @@ from typing import IO, NamedTuple
 from mmpi.errors import MMPIError
 
 from . import _diagnose, _status, hygiene
-from ._console import Console
+from ._console import Console, keep_log, open_log
 from ._diagnose import Evidence, JobEnd
 from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 
@@ -207,7 +205,7 @@ def run(
     # Cleans up should we be SIGKILLed; started before the jobs, so it misses none of them.
     watchdog = hygiene.start_watchdog(rendezvous, shm_before | hwloc_before)
     log_path = Path(log) if log is not None else rendezvous / LOG_FILE
-    log_file = _open_log(log_path)
+    log_file = open_log(log_path)
     output = Console(log_file, verbose=verbose)
     jobs: list[_Job] = []
     failures: list[_Failure] = []
@@ -246,40 +244,13 @@ def run(
         if log_file is not None:
             log_file.close()
         if status != 0 and failures:  # a job that could not even start has nothing to log
-            kept = log_path if log is not None else _keep_log(log_path, log_dir)
+            kept = log_path if log is not None else keep_log(log_path, log_dir)
             if kept is not None:
                 output.message(f"the output of every rank and forwarder is in {kept}")
         shutil.rmtree(rendezvous, ignore_errors=True)
         if watchdog is not None:
             watchdog.release()
     return status
-
-
-def _open_log(path: Path) -> IO[str] | None:
-    try:
-        return open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
-    except OSError as exc:
-        print(f"mmpi-run: cannot write the log {path}: {exc.strerror}", file=sys.stderr)
-        return None
-
-
-def _keep_log(path: Path, directory: str | os.PathLike[str] | None) -> Path | None:
-    """Copy the run's log to ``mmpi-run.<time>.log`` in `directory` (else the temp dir)."""
-    if directory is None or not path.exists():
-        return None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for where in (Path(directory), Path(tempfile.gettempdir())):
-        for n in range(100):  # two runs that fail in the same second keep both logs
-            dest = where / f"mmpi-run.{stamp}{f'-{n}' if n else ''}.log"
-            try:
-                with open(dest, "x") as out, open(path) as src:
-                    shutil.copyfileobj(src, out)
-            except FileExistsError:
-                continue
-            except OSError:
-                break
-            return dest.resolve() if where == Path(directory) else dest
-    return None
 
 
 def _shut_down(
