@@ -14,7 +14,7 @@ import inspect
 from ._native import MPI
 from ._p2p_api import attached
 from ._standin import StandIn, dispatch_unbound, pickle_natively
-from .comm import _Bridged
+from ._bridged import _Bridged
 from .errors import MMPIError, NotBridged
 from .request import Prequest as BridgedPrequest
 
