@@ -20,6 +20,17 @@ from .wire import rendezvous as R
 from .wire.knobs import env_int
 
 _engine = None
+_world = None
+
+
+def engine():
+    """The engine of this rank once the bridge is joined, else None."""
+    return _engine
+
+
+def world():
+    """The bridged COMM_WORLD once the bridge is joined, else None."""
+    return _world
 
 
 def join():
@@ -43,6 +54,11 @@ def join():
         ctrl = _connect(world, path, cluster, index, timeout)
         links.append((ctrl, ctrl.Dup()))
     comm = world_over(cluster, world, links, timeout)
+    if os.environ.get(R.ENV_MONITOR):  # mmpi-run --monitor: count from the start
+        from ._monitor import Monitor, Session
+
+        Session.monitor = Monitor(_engine.vrank, _engine.layout.owners)
+        _engine.set_monitor(Session.monitor)
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
     R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {_engine.vrank}")
     atexit.register(finalize)
@@ -77,7 +93,9 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     )
     core = make_world(engine)
     request.bind(engine)
-    return Comm(core, "MPI_COMM_WORLD")
+    global _world
+    _world = Comm(core, "MPI_COMM_WORLD")
+    return _world
 
 
 def _connect(world, path: Path, cluster: str, index: int, timeout: float):
@@ -128,9 +146,19 @@ def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
 def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
+        _save_monitor()
         _engine.finalize()
         if os.environ.get("MMPI_SKIP_MPI_FINALIZE"):
             _exit_without_mpi_finalize(_engine.local)
+
+
+def _save_monitor() -> None:
+    """mmpi-run --monitor: write this rank's counters before leaving."""
+    directory = os.environ.get(R.ENV_MONITOR)
+    from ._monitor import Session
+
+    if directory and Session.monitor is not None:
+        Session.monitor.save(directory, _engine.cluster)
 
 
 def _exit_without_mpi_finalize(local) -> None:

@@ -70,7 +70,7 @@ class CollectiveMethods:
         core.engine.check()
         if core.pending:
             core.flush()
-        req = getattr(core.coll.comm, "I" + name)(*args)
+        req = getattr(core.collective.local, "I" + name)(*args)
         if not req.Test():
             core.engine.wait_one(req)
         core.calls += 1
@@ -79,7 +79,7 @@ class CollectiveMethods:
         core = self._core
         core.engine.check()
         op = Op()
-        op.start([getattr(core.coll.comm, name)(*args)])
+        op.start([getattr(core.collective.local, name)(*args)])
         core.calls += 1
         return BridgedRequest(op)
 

@@ -105,6 +105,7 @@ class Engine:
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
         self.heard = [time.monotonic()] * self.nfwd
         self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER, above=True)
+        self.monitor = None  # a _monitor.Monitor while monitoring is on (see set_monitor)
         self.p2p = PointToPoint(self)
         self.crossings = Crossings(self)
         self.tests, self.first = _TESTS, _FIRST  # for the transports' own first rounds
@@ -119,6 +120,12 @@ class Engine:
             raise StateError(f"context {ctx.id} exists already on rank {self.vrank}")
         self.contexts[ctx.id] = ctx
         self.context_list.append(ctx)
+
+    def set_monitor(self, monitor) -> None:
+        """Count from now on into `monitor` (None: stop counting; the hooks cost nothing)."""
+        self.monitor = self.p2p.monitor = self.crossings.monitor = monitor
+        for core in self.communicators:
+            core.recount(monitor)
 
     def cancel(self, op) -> bool:
         """Cancel a receive that nothing has matched yet (sends are not cancelled)."""

@@ -154,6 +154,7 @@ class PointToPoint:
         self.chunk = engine.chunk
         self.stripe_min = engine.stripe_min if self.nfwd > 1 else 1 << 62
         self.spares = Spares()
+        self.monitor = None  # a _monitor.Monitor while monitoring is on
         self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
         self._stripes: dict[tuple[int, int], _Reassembly] = {}
         self._sid = 0
@@ -174,6 +175,8 @@ class PointToPoint:
         op = Op()
         n = len(view)
         local = ctx.local_of[dest]
+        if self.monitor is not None:
+            self.monitor.count(ctx.kind, ctx.world_of[dest], n)
         if sync:
             self._isend_sync(op, ctx, view, dest, tag)
         elif local >= 0:
