@@ -37,7 +37,12 @@ def _wait_native(test) -> None:
 
 
 def _status_at(statuses, i: int):
-    return statuses[i] if statuses is not None and i < len(statuses) else None
+    """Status i of a statuses list (mpi4py extends a list that is too short)."""
+    if statuses is None:
+        return None
+    while len(statuses) <= i:
+        statuses.append(MPI.Status())
+    return statuses[i]
 
 
 def _bridged(r) -> bool:
@@ -294,7 +299,7 @@ class BridgedRequest(Request):
             raise op.error
         if self._pickled:
             data, op.obj = op.obj, None
-            value = None if data is None else pickle.loads(data)
+            value = pickle.loads(data) if data else None  # an empty message: None (mpi4py)
             op.release()
             return value
         return getattr(op, "result", None)
