@@ -175,6 +175,7 @@ class PointToPoint:
         op = Op()
         n = len(view)
         local = ctx.local_of[dest]
+        op.peer, op.tag = ctx.world_of[dest], tag
         if self.monitor is not None:
             self.monitor.count(ctx.kind, ctx.world_of[dest], n)
         if sync:
