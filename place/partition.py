@@ -41,7 +41,7 @@ from .errors import PlacementError
 
 EXHAUSTIVE_MAX = 200_000
 METIS_SEEDS = 8
-_CHUNK = 20_000  # splits costed per matrix product in the exhaustive search
+_CHUNK = 20_000  # splits costed at once in the exhaustive search
 _METIS_TOTAL = 2**30  # METIS gets integer weights scaled to add up to about this
 _INSTALL = "pip install 'mmpi[place]'"
 
@@ -136,20 +136,24 @@ def _cut(w: np.ndarray, side: np.ndarray) -> int:
 def _exhaustive(w: np.ndarray, k: int, ref: np.ndarray) -> np.ndarray:
     """The k ranks with the smallest cut to the rest; ties: the fewest differing from `ref`."""
     n = len(w)
-    wf = w.astype(np.float64)  # exact for totals below 2**53 bytes
-    best: tuple[float, int, tuple[int, ...]] | None = None
+    degree = w.sum(axis=1)
+    best: tuple[int, int, np.ndarray] | None = None
     combos = itertools.combinations(range(n), k)
-    while chunk := list(itertools.islice(combos, _CHUNK)):
-        m = np.zeros((len(chunk), n))
-        m[np.repeat(np.arange(len(chunk)), k), np.array(chunk).ravel()] = 1.0
-        cost = ((m @ wf) * (1.0 - m)).sum(axis=1)
-        moves = (m.astype(bool) != ref).sum(axis=1)
+    while True:
+        flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(combos, _CHUNK)),
+                           dtype=np.intp)
+        if not flat.size:
+            break
+        idx = flat.reshape(-1, k)
+        # cut(S) = sum of degrees in S - weight of the pairs inside S (counted both ways)
+        cost = degree[idx].sum(axis=1) - w[idx[:, :, None], idx[:, None, :]].sum(axis=(1, 2))
+        kept = ref[idx].sum(axis=1)
+        moves = (k - kept) + (int(ref.sum()) - kept)
         i = np.lexsort((moves, cost))[0]
-        cand = (float(cost[i]), int(moves[i]), chunk[i])
-        if best is None or cand[:2] < best[:2]:
-            best = cand
+        if best is None or (cost[i], moves[i]) < best[:2]:
+            best = (int(cost[i]), int(moves[i]), idx[i])
     side = np.zeros(n, dtype=bool)
-    side[list(best[2])] = True
+    side[best[2]] = True
     return side
 
 

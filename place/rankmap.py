@@ -83,15 +83,17 @@ def rank_map_owners(data: object, low: int | None = None, high: int | None = Non
     size = len(seen)
     if low is not None and high is not None:
         size = low + high
+    # With the sizes right and no rank twice, a rank out of range always leaves one missing.
     beyond = sorted(r for r in seen if r >= size)
-    if beyond:
-        raise RankMapError(f"{where}: rank {beyond[0]} is out of range: the job has {size} "
-                           f"ranks (0..{size - 1})")
     absent = [r for r in range(size) if r not in seen]
     if absent:
         s = "s" * (len(absent) != 1)
-        raise RankMapError(f"{where}: rank{s} {format_ranks(absent)} {'are' if s else 'is'} "
-                           "missing (in neither low nor high)")
+        missing = (f"rank{s} {format_ranks(absent)} {'are' if s else 'is'} missing (in "
+                   "neither low nor high)")
+        if beyond:
+            raise RankMapError(f"{where}: rank {beyond[0]} is out of range (the job has {size} "
+                               f"ranks, 0..{size - 1}) and {missing}")
+        raise RankMapError(f"{where}: {missing}")
     return [seen[r] for r in range(size)]
 
 
