@@ -59,18 +59,18 @@ def plot_job(job: JobMatrices, path: str | os.PathLike, phase: str | None = None
         if what == "bytes":
             fwd = forwarded_bytes(m, job.layout)
             ax.set_title(f"{title}: {human_bytes(total)}, {share(fwd, total)} forwarded",
-                         fontsize=10)
+                         fontsize=10, pad=16)
         else:
-            ax.set_title(f"{title}: {total:,} messages", fontsize=10)
+            ax.set_title(f"{title}: {total:,} messages", fontsize=10, pad=16)
         _ticks(ax, order, reordered)
         ax.set_xlabel("receiver (virtual rank)")
         ax.set_ylabel("sender (virtual rank)")
         for pos, name in ((-0.5 + n_low / 2, "low"), (n_low - 0.5 + (job.size - n_low) / 2,
                                                       "high")):
-            ax.text(pos, -0.03, name, transform=ax.get_xaxis_transform(), ha="center",
+            ax.text(pos, 1.01, name, transform=ax.get_xaxis_transform(), ha="center",
                     va="bottom", color="red", fontsize=9)
             ax.text(1.01, pos, name, transform=ax.get_yaxis_transform(), ha="left",
-                    va="center", color="red", fontsize=9, rotation=-90)
+                    va="center", color="red", fontsize=9, rotation=90)
     if norm is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.85, label=f"{unit} sent (log scale)")
     where = f"phase {phase}" if phase else f"all phases ({', '.join(job.phases) or 'none'})"
