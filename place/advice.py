@@ -77,18 +77,16 @@ def format_advice(a: Advice) -> str:
     if a.owners == a.run_layout:
         lines.append("  the layout as run is already "
                      + ("optimal" if a.proposed.optimal else "the best found") + ": keep it")
-    else:
-        moved = sum(x != y for x, y in zip(a.owners, a.run_layout)) if run_sizes == (
-            a.low, a.high) else None
-        if moved is not None:
-            lines.append(f"  the proposal moves {moved} rank{'s' * (moved != 1)}")
+    elif run_sizes == (a.low, a.high):
+        moved = sum(x != y for x, y in zip(a.owners, a.run_layout, strict=True))
+        lines.append(f"  the proposal moves {moved} rank{'s' * (moved != 1)}")
     lines.append(f"  method: {a.proposed.method} ({a.proposed.seconds * 1e3:.0f} ms)")
     if a.kind == "p2p":
         same = run_sizes == (a.low, a.high)
-        lines.append(f"  collectives: {human_bytes(a.coll_forwarded)} crossed in the run, "
-                     "between the clusters' leaders; "
-                     + ("about the same for any layout of these sizes (not in the prediction)"
-                        if same else "not predicted for other cluster sizes"))
+        lines.append(f"  collectives: {human_bytes(a.coll_forwarded)} crossed in the run "
+                     "(between the clusters' leaders);")
+        lines.append("    " + ("about the same for any layout of these sizes, so not in the "
+                              "prediction" if same else "not predicted for other cluster sizes"))
     if a.proposed.cut_bytes == 0:
         lines.append("  vertex cut: none needed, nothing crosses in the proposed layout")
     else:

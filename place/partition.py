@@ -111,7 +111,7 @@ def separator(matrix: np.ndarray, owners: Sequence[str]) -> list[int]:
     o = np.array(owners)
     g = nx.Graph()
     ii, jj = np.nonzero(np.triu(w, 1) * (o[:, None] != o[None, :]))
-    g.add_edges_from(zip(ii.tolist(), jj.tolist()))
+    g.add_edges_from(zip(ii.tolist(), jj.tolist(), strict=True))
     if not g:
         return []
     top = {v for v in g if owners[v] == "low"}

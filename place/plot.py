@@ -46,7 +46,7 @@ def plot_job(job: JobMatrices, path: str | os.PathLike, phase: str | None = None
     fig, axes = plt.subplots(1, len(PANELS), figsize=(5.2 * len(PANELS), 5.0),
                              constrained_layout=True)
     image = None
-    for ax, (kind, title) in zip(axes, PANELS):
+    for ax, (kind, title) in zip(axes, PANELS, strict=True):
         m = mats[kind]
         shown = m[np.ix_(order, order)].astype(np.float64)
         image = ax.imshow(np.ma.masked_less_equal(shown, 0), norm=norm, cmap="viridis",

@@ -118,7 +118,7 @@ def test_no_traffic_keeps_the_current_layout():
 def test_of_equal_cuts_the_fewest_moved_wins():
     m = pairs(8)
     s = bisect(m, 4, 4, current=["low"] * 4 + ["high"] * 4)
-    assert sum(a != b for a, b in zip(s.owners, ["low"] * 4 + ["high"] * 4)) == 4
+    assert sum(a != b for a, b in zip(s.owners, ["low"] * 4 + ["high"] * 4, strict=True)) == 4
 
 
 def test_sizes_that_do_not_add_up_are_refused():
