@@ -5,23 +5,22 @@ is the bytes two ranks exchange (both ways), and low must get exactly ``low`` ra
 
 * **Small jobs: every split.** When there are at most `EXHAUSTIVE_MAX` ways to choose the
   smaller cluster's ranks (any job of up to 20 ranks; 1 + 63 ranks too), each split's cut is
-  computed (numpy, a tenth of a second at most), so the answer is optimal.
+  computed (numpy, exact integers, well under a second), so the answer is optimal.
 * **Larger jobs: METIS, then Kernighan-Lin.** METIS (``pymetis``) bisects with target part
   weights low/N and high/N from `METIS_SEEDS` seeds; METIS may miss the exact sizes by a rank
-  or two on small graphs, so the cheapest ranks to move are moved until the sizes are exact,
-  and networkx's Kernighan-Lin refinement (which swaps ranks in pairs, so the sizes hold)
-  improves each result on the exact byte counts (METIS sees weights scaled to integers). The
-  current layout, refined the same way, competes too; the smallest cut wins.
+  or two, so the cheapest ranks to move are moved until the sizes are exact, and networkx's
+  Kernighan-Lin refinement (which swaps ranks in pairs, so the sizes hold) improves each
+  result on the exact byte counts (METIS sees weights scaled to integers). The current layout,
+  refined the same way, competes too; the smallest cut wins.
 
-Chosen by measurement on NAS-like patterns (CG, MG, LU, all-to-all), random and planted-
-partition graphs and the pairs i <-> i+N/2, 4 to 64 ranks, even and 1:3 splits, against the
-exact optimum up to 20 ranks: METIS alone and KaHIP alone (``kahip``, with a weighted dummy
-vertex for unequal sizes) each left cuts several times the optimum on some small random graphs
-and missed the exact sizes; Kernighan-Lin alone cannot change part sizes, so its start decides
-(up to 1.4 times the best cut); METIS from several seeds plus Kernighan-Lin stayed within a
-few percent of the best cut found by any method, in tens of milliseconds, with no tuning.
-KaHIP was also slower (up to seconds for 64 dense ranks) and, asked for a perfect balance with
-large weights, ran for half a minute on an 8-rank graph.
+Chosen by measurement (NAS-like patterns, random and planted-partition graphs, the pairs
+i <-> i+N/2; 4 to 64 ranks; even and 1:3 splits; against the exact optimum up to 20 ranks):
+METIS alone and KaHIP alone (``kahip``, a weighted dummy vertex for unequal sizes) sometimes
+missed the exact sizes and, on small irregular graphs, left cuts several times the optimum,
+which is why small jobs are searched exhaustively; Kernighan-Lin alone cannot change part
+sizes, so its start decides; on the larger graphs METIS from several seeds plus Kernighan-Lin
+found the best cut more often than KaHIP plus Kernighan-Lin, in less time, with no tuning
+(KaHIP asked for a perfect balance with large weights also ran for tens of seconds).
 
 Among splits of equal cut the one closest to the current layout wins (fewest ranks moved; the
 current layout itself when it is already optimal), so the advice never moves ranks for nothing.
@@ -40,7 +39,7 @@ import numpy as np
 from .errors import PlacementError
 
 EXHAUSTIVE_MAX = 200_000
-METIS_SEEDS = 8
+METIS_SEEDS = 16
 _CHUNK = 20_000  # splits costed at once in the exhaustive search
 _METIS_TOTAL = 2**30  # METIS gets integer weights scaled to add up to about this
 _INSTALL = "pip install 'mmpi[place]'"

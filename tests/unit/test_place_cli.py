@@ -119,3 +119,29 @@ def test_place_refuses_a_cluster_of_no_ranks(pairs_dir, capsys):
         place_main([str(pairs_dir), "--low", "0", "--high", "8"])
     assert exit_.value.code == 2
     assert "expected at least 1 rank, got 0" in capsys.readouterr().err
+
+
+def test_the_console_scripts_run_end_to_end(pairs_dir, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(sys.executable).parent  # the environment running the tests, activated or not
+    exes = {name: shutil.which(name, path=str(here)) or shutil.which(name)
+            for name in ("mmpi-monitor", "mmpi-place")}
+    if None in exes.values():
+        pytest.fail(f"console scripts missing (pip install -e '.[test]'): {exes}")
+    r = subprocess.run([exes["mmpi-monitor"], "merge", str(pairs_dir)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "heaviest pairs" in r.stdout, r.stderr
+    out = tmp_path / "map.json"
+    r = subprocess.run([exes["mmpi-place"], str(pairs_dir / "matrix.npz"), "--low", "2",
+                        "--high", "6", "-o", str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert load_rank_map(out, 2, 6).count("low") == 2
+    r = subprocess.run([exes["mmpi-place"], str(pairs_dir), "--low", "2", "--high", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "mmpi-place: --low 2 --high 2 place 4 ranks, but the job has 8"
