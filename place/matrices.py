@@ -52,6 +52,7 @@ import numpy as np
 from mmpi.wire.layout import CLUSTERS
 
 from .errors import MonitorError
+from .rankmap import format_ranks
 
 VERSION = 1
 BINS = 48
@@ -141,8 +142,6 @@ def merge_rank_files(directory: str | os.PathLike) -> JobMatrices:
                 blocks[a][p][rank] = arrays[a]
     absent = [r for r in range(size) if r not in files]
     if absent:
-        from .rankmap import format_ranks
-
         raise MonitorError(f"{d}: no file for rank{'s' * (len(absent) > 1)} "
                            f"{format_ranks(absent)} of {size} (rank-<vrank>.json)")
     per_phase = {}
