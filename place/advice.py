@@ -92,6 +92,7 @@ def format_advice(a: Advice) -> str:
     else:
         s = a.separator
         lines.append(f"  vertex cut (thesis 2.2): {len(s)} rank{'s' * (len(s) != 1)} "
-                     f"({', '.join(map(str, s))}) placed on zipper nodes would leave no "
-                     "traffic between the rest of low and of high")
+                     f"({', '.join(map(str, s))}); run on zipper nodes, "
+                     f"{'they' if len(s) != 1 else 'it'} would leave")
+        lines.append("    no traffic between the rest of low and of high")
     return "\n".join(lines)
