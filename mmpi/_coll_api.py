@@ -13,6 +13,7 @@ from ._collectives import alltoall as A
 from ._collectives import objects as O
 from ._collectives import reductions as R
 from ._collectives import rooted as T
+from ._collectives._base import checked
 from ._collectives._run import Pending
 from ._native import MPI
 from ._op import Op
@@ -306,34 +307,41 @@ class CollectiveMethods:
     def bcast(self, obj, root=0):
         """Broadcast a picklable object."""
         c = self._c("bcast")
-        return self._run("bcast", O.bcast(c, obj, c.root(root)))
+        root = c.root(root)
+        return self._run("bcast", checked(c, O.bcast(c, obj, root), root))
 
     def reduce(self, sendobj, op=_SUM, root=0):
         """Reduce objects to `root` (op: an MPI.Op or a two-argument callable)."""
         c = self._c("reduce")
-        return self._run("reduce", O.reduce(c, sendobj, op, c.root(root)))
+        root = c.root(root)
+        return self._run("reduce", checked(c, O.reduce(c, sendobj, op, root), root))
 
     def allreduce(self, sendobj, op=_SUM):
         """Reduce objects to every rank."""
-        return self._run("allreduce", O.allreduce(self._c("allreduce"), sendobj, op))
+        c = self._c("allreduce")
+        return self._run("allreduce", checked(c, O.allreduce(c, sendobj, op)))
 
     def gather(self, sendobj, root=0):
         """Gather objects to `root` (a list there, None elsewhere)."""
         c = self._c("gather")
-        return self._run("gather", O.gather(c, sendobj, c.root(root)))
+        root = c.root(root)
+        return self._run("gather", checked(c, O.gather(c, sendobj, root), root))
 
     def scatter(self, sendobj, root=0):
         """Scatter a list of objects from `root`."""
         c = self._c("scatter")
-        return self._run("scatter", O.scatter(c, sendobj, c.root(root)))
+        root = c.root(root)
+        return self._run("scatter", checked(c, O.scatter(c, sendobj, root), root))
 
     def allgather(self, sendobj):
         """Gather objects to every rank."""
-        return self._run("allgather", O.allgather(self._c("allgather"), sendobj))
+        c = self._c("allgather")
+        return self._run("allgather", checked(c, O.allgather(c, sendobj)))
 
     def alltoall(self, sendobj):
         """Exchange one object with every rank."""
-        return self._run("alltoall", O.alltoall(self._c("alltoall"), sendobj))
+        c = self._c("alltoall")
+        return self._run("alltoall", checked(c, O.alltoall(c, sendobj)))
 
     def scan(self, sendobj, op=_SUM):
         """Inclusive prefix reduction of objects in rank order."""
