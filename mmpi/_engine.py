@@ -417,15 +417,11 @@ class Engine:
         lines = []
         for ctx in self.context_list:
             while ctx.queues.unexpected:
-                m = ctx.queues.unexpected.popleft()
+                m = ctx.queues.unexpected[0]
                 lines.append(f"from rank {m.source} (tag {m.tag}, {m.nbytes} bytes)")
-                if m.message is not None:
-                    self._discards.append(m.message.Irecv([bytearray(m.nbytes), _BYTE]))
-                else:
-                    self._discards += m.natives
+                self._discards.append(self.p2p.discard(ctx, m))
         if wait and self._discards:
-            testall = MPI.Request.Testall
-            self.wait_for(lambda: testall(self._discards))
+            self.wait_for(lambda: all([op.poll() for op in self._discards]))
         return lines
 
     def _flush_sends(self) -> list[str]:
