@@ -137,7 +137,7 @@ def _foreign(obj, op: str) -> memoryview:
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         if _host_memory(cai):  # e.g. managed memory, or a stand-in on the host
-            return memoryview(MPI.buffer(obj))
+            return _typed(memoryview(MPI.buffer(obj)), np.dtype(cai["typestr"]).char)
         raise NotBridged(f"{op}: device (GPU) buffers are not bridged: the forwarders move host "
                          "memory; copy the data to the host first")
     if hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] not in (1, 3):
@@ -152,16 +152,21 @@ def _foreign(obj, op: str) -> memoryview:
         except (TypeError, ValueError, BufferError) as exc:
             raise BufferError_(f"{op}: cannot use the buffer of a {type(obj).__name__}: "
                                f"{exc}") from None
-        if fmt and raw.nbytes % np.dtype(fmt).itemsize == 0:
-            try:
-                return raw.cast(fmt)
-            except (TypeError, ValueError):  # a format memoryview does not cast to ('g')
-                pass
-        return raw
+        return _typed(raw, fmt)
     raise BufferError_(
         f"{op}: {type(obj).__name__} does not expose a buffer (use a numpy array, bytes, "
         "bytearray, memoryview or an object with DLPack; lowercase methods take objects)"
     )
+
+
+def _typed(raw: memoryview, fmt: str | None) -> memoryview:
+    """`raw` bytes viewed as elements of `fmt`, so that counts count elements."""
+    if not fmt or raw.nbytes % np.dtype(fmt).itemsize:
+        return raw
+    try:
+        return raw.cast(fmt)
+    except (TypeError, ValueError):  # formats memoryview cannot cast to, such as 'g'
+        return memoryview(np.frombuffer(raw, dtype=fmt))
 
 
 def _host_memory(cai: dict) -> bool:
