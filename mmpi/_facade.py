@@ -89,6 +89,34 @@ class Message(MPI.Message, metaclass=StandIn):
 
     _stands_for = MPI.Message
 
+    @classmethod
+    def Probe(cls, comm, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """Wait for a matching message on `comm` and take it (comm.Mprobe)."""
+        if isinstance(comm, _Bridged):
+            return comm.Mprobe(source, tag, status)
+        return MPI.Message.Probe(comm, source, tag, status)
+
+    @classmethod
+    def Iprobe(cls, comm, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """Take a matching message on `comm` if one has arrived, else None (comm.Improbe)."""
+        if isinstance(comm, _Bridged):
+            return comm.Improbe(source, tag, status)
+        return MPI.Message.Iprobe(comm, source, tag, status)
+
+    @classmethod
+    def probe(cls, comm, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """Probe, for an object (comm.mprobe)."""
+        if isinstance(comm, _Bridged):
+            return comm.mprobe(source, tag, status)
+        return MPI.Message.probe(comm, source, tag, status)
+
+    @classmethod
+    def iprobe(cls, comm, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """Iprobe, for an object (comm.improbe)."""
+        if isinstance(comm, _Bridged):
+            return comm.improbe(source, tag, status)
+        return MPI.Message.iprobe(comm, source, tag, status)
+
 
 dispatch_unbound(Message, MPI.Message)
 

@@ -37,9 +37,12 @@ def _wait_native(test) -> None:
 
 
 def _status_at(statuses, i: int):
-    """Status i of a statuses list (mpi4py extends a list that is too short)."""
+    """Status i of a statuses list (mpi4py extends a list that is too short; other
+    sequences are filled as far as they go)."""
     if statuses is None:
         return None
+    if not isinstance(statuses, list):
+        return statuses[i] if i < len(statuses) else None
     while len(statuses) <= i:
         statuses.append(MPI.Status())
     return statuses[i]

@@ -98,6 +98,15 @@ m = None
 while m is None:
     m = world.improbe(peer, 9)
 say("improbe", m.recv())
+world.Send(np.array([rank, 7], "i"), peer, 12)  # the class-level forms take the communicator
+m = MPI.Message.Probe(world, peer, 12)
+got = np.zeros(2, "i")
+m.Recv(got)
+world.send(("cls", rank), peer, 13)
+m = None
+while m is None:
+    m = MPI.Message.iprobe(world, peer, 13)
+say("message_classmethods", (got.tolist(), m.recv()))
 
 # Sendrecv_replace and Isendrecv
 rep = np.array([rank, rank * 2], "i")
@@ -122,7 +131,8 @@ done = set()
 while len(done) < 3:
     idx = MPI.Request.Waitsome(recvs)
     done |= set(idx or [])
-MPI.Request.Waitall(reqs)
+sts = (MPI.Status(), MPI.Status())  # a tuple is filled as far as it goes, never extended
+MPI.Request.Waitall(reqs, sts)
 say("waitsome", sorted(int(b[0]) for b in bufs))
 self_req = MPI.COMM_SELF.Isend(np.array([1], "i"), 0, 0)
 self_recv = np.zeros(1, "i")
