@@ -73,7 +73,7 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
 
     `links` (control, data) join it to each forwarder: wait for their layout, start the engine.
     """
-    from . import request
+    from . import _group, request
     from ._communicator import world as make_world
     from ._engine import Engine
     from .comm import Comm
@@ -93,6 +93,7 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     )
     core = make_world(engine)
     request.bind(engine)
+    _group.bind(engine.layout.vranks(engine.cluster))
     global _world
     _world = Comm(core, "MPI_COMM_WORLD")
     return _world

@@ -58,7 +58,10 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
 
     def __reduce__(self):
         if self._core is self._core.engine.communicators[0]:
-            return "COMM_WORLD"  # found again by name, as mpi4py's predefined handles
+            world = sys.modules["mmpi.MPI"].COMM_WORLD
+            if self is world:
+                return "COMM_WORLD"  # found again by name, as mpi4py's predefined handles
+            return copy_of, (world,)  # MPI.Intracomm(COMM_WORLD): again a copy
         raise ValueError(f"cannot serialize '{type(self).__name__}' instance")
 
     # -- info (kept, not interpreted) ----------------------------------------------------
@@ -260,3 +263,10 @@ def _aborting(name: str, method):
     call.__name__ = name
     call.__doc__ = method.__doc__
     return call
+
+
+def copy_of(comm: _Bridged) -> _Bridged:
+    """Another object for the same bridged communicator, equal to it (mpi4py's copies)."""
+    new = type(comm).__new__(type(comm))
+    new.__dict__.update(comm.__dict__)
+    return new

@@ -10,20 +10,16 @@ one inside a cluster use its native communicator; `Attach_buffer` sizes buffered
 from __future__ import annotations
 
 import inspect
+import sys
+import zlib
 
-from ._bridged import _Bridged
+from ._bridged import _Bridged, copy_of
+from ._group import BridgedGroup
 from ._native import MPI
 from ._p2p_api import attached
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError, NotBridged
 from .request import Prequest as BridgedPrequest
-
-
-def _copy_of(comm: _Bridged) -> _Bridged:
-    """A new object for the same bridged communicator (as mpi4py's constructors make)."""
-    new = type(comm).__new__(type(comm))
-    new.__dict__.update(comm.__dict__)
-    return new
 
 
 def _communicator_class(native):
@@ -33,7 +29,7 @@ def _communicator_class(native):
         def __new__(cls, comm=None):
             if cls is Stand:  # MPI.Intracomm(x): a copy, bridged if x is
                 if isinstance(comm, _Bridged):
-                    return _copy_of(comm)
+                    return copy_of(comm)
                 return native(comm)
             return native.__new__(cls, comm)  # a program's own subclass
 
@@ -57,6 +53,24 @@ def _communicator_class(native):
 
 Comm = _communicator_class(MPI.Comm)
 Intracomm = _communicator_class(MPI.Intracomm)
+
+
+def _create_from_group(cls, group, stringtag: str = "org.mpi4py", info=MPI.INFO_NULL,
+                       errhandler=None):
+    """The communicator of `group`, with no parent; only its members call (see mpi4py)."""
+    if not isinstance(group, BridgedGroup):
+        return MPI.Intracomm.Create_from_group(group, stringtag, info, errhandler)
+    world = sys.modules["mmpi.MPI"].COMM_WORLD
+    # members calling with different tags would not meet: MPI asks for the same string
+    comm = world.Create_group(group, zlib.crc32(str(stringtag).encode()) & 0x7FFF)
+    if errhandler is not None:
+        comm.Set_errhandler(errhandler)
+    if info != MPI.INFO_NULL:
+        comm.Set_info(info)
+    return comm
+
+
+Intracomm.Create_from_group = classmethod(_create_from_group)
 Topocomm = _communicator_class(MPI.Topocomm)
 Cartcomm = _communicator_class(MPI.Cartcomm)
 Graphcomm = _communicator_class(MPI.Graphcomm)

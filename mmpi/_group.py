@@ -18,14 +18,46 @@ _native = MPI.Group
 UNDEFINED = MPI.UNDEFINED
 
 
+_here: tuple[int, ...] = ()  # world ranks of this rank's cluster, by native rank
+
+
+def bind(cluster_ranks) -> None:
+    """Let native groups of this cluster be read as world ranks (bridged mode)."""
+    global _here
+    _here = tuple(cluster_ranks)
+
+
 def _ranks_of(group) -> tuple[int, ...]:
-    """The world ranks of a group: a bridged one's, or an empty native one's (GROUP_EMPTY)."""
+    """The world ranks of a bridged group, or of a native one of this cluster.
+
+    A native group (GROUP_EMPTY, COMM_SELF's group, ...) is read through the cluster's world.
+    """
     if isinstance(group, BridgedGroup):
         return group._ranks
-    if isinstance(group, _native) and group.Get_size() == 0:
-        return ()
-    raise UsageError(f"a group of the bridged world was expected, got {group!r} (a native "
-                     "group of one cluster cannot be combined with bridged ones)")
+    if isinstance(group, _native) and _native.__bool__(group):
+        size = group.Get_size()
+        if size == 0:
+            return ()
+        native = _native.Translate_ranks(group, list(range(size)), _native_world())
+        if _here and UNDEFINED not in native:
+            return tuple(_here[r] for r in native)
+    raise UsageError(f"a group of the bridged world was expected, got {group!r}")
+
+
+def _native_world():
+    global _world_group
+    if _world_group is None:
+        _world_group = MPI.COMM_WORLD.Get_group()
+    return _world_group
+
+
+_world_group = None
+
+
+def _compare(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    if a == b:
+        return MPI.IDENT
+    return MPI.SIMILAR if set(a) == set(b) else MPI.UNEQUAL
 
 
 def _make(ranks, me: int) -> BridgedGroup:
@@ -57,6 +89,18 @@ class Group(_native, metaclass=StandIn):
         return _make(tuple(r for r in _ranks_of(group1) if r in b), _me(group1, group2))
 
     Intersect = Intersection
+
+    def Compare(self, group) -> int:
+        """IDENT (same ranks, same order), SIMILAR (same ranks) or UNEQUAL."""
+        if isinstance(self, BridgedGroup) or isinstance(group, BridgedGroup):
+            return _compare(_ranks_of(self), _ranks_of(group))
+        return _native.Compare(self, group)
+
+    def Translate_ranks(self, ranks=None, group=None) -> list[int]:
+        """The ranks in `group` of these ranks of this group (native and bridged mixed)."""
+        if isinstance(group, BridgedGroup):  # this one native: read as world ranks
+            return BridgedGroup(_ranks_of(self), -1).Translate_ranks(ranks, group)
+        return _native.Translate_ranks(self, ranks, group)
 
     @classmethod
     def Difference(cls, group1, group2):
@@ -192,13 +236,6 @@ class BridgedGroup(Group):
             w = self._ranks[self._check([r], "Translate_ranks")[0]]
             out.append(w if where is None else where.get(w, UNDEFINED))
         return out
-
-    def Compare(self, group) -> int:
-        """IDENT (same ranks, same order), SIMILAR (same ranks) or UNEQUAL."""
-        other = _ranks_of(group)
-        if other == self._ranks:
-            return MPI.IDENT
-        return MPI.SIMILAR if set(other) == set(self._ranks) else MPI.UNEQUAL
 
     def Dup(self):
         """A copy of this group."""

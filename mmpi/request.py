@@ -37,8 +37,7 @@ def _wait_native(test) -> None:
 
 
 def _status_at(statuses, i: int):
-    """Status i of a statuses list (mpi4py extends a list that is too short; other
-    sequences are filled as far as they go)."""
+    """Status i of `statuses`: a list too short is extended, other sequences are not."""
     if statuses is None:
         return None
     if not isinstance(statuses, list):

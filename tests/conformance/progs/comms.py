@@ -5,6 +5,7 @@ Every rank prints `rank R: <check> <value>` lines that must be the same natively
 (the test compares them); an assertion failure ends the job.
 """
 
+import pickle
 import sys
 
 import numpy as np
@@ -85,6 +86,17 @@ if rank % 2 == 1:
     grp = world.Create_group(odds, tag=7)
     say("create_group", (grp.Get_rank(), grp.Get_size(), grp.allreduce(rank)))
     grp.Free()
+
+# Create_from_group (no parent); groups of COMM_SELF compared with the world's
+if rank % 2 == 0:
+    fg = MPI.Intracomm.Create_from_group(evens, "org.example.evens")
+    say("create_from_group", (fg.Get_rank(), fg.Get_size(), fg.allreduce(rank)))
+    fg.Free()
+wg, sg = world.Get_group(), MPI.COMM_SELF.Get_group()
+say("group_compare", (MPI.Group.Compare(MPI.GROUP_EMPTY, wg) == MPI.UNEQUAL,
+                      MPI.Group.Compare(sg, wg.Incl([rank])) == MPI.IDENT,
+                      MPI.Group.Translate_ranks(sg, [0], wg)))
+say("pickle_world_copy", pickle.loads(pickle.dumps(MPI.Intracomm(world))) == world)
 
 # a communicator of a communicator; Split_type keeps shared memory inside a node
 quarter = half.Split(half.Get_rank() % 2, 0)
