@@ -67,7 +67,8 @@ def _build(parent: Core, members: tuple[int, ...], native: MPI.Intracomm,
                          f"communicator has {native.Get_size()} ranks, expected {len(here)}")
     ids = (2 * pair, 2 * pair + 1) if pair is not None else _local_ids(engine)
     p2p = Context(ids[0], native, world, here)
-    coll = Context(ids[1], native.Dup(), world, here, "coll")
+    # a Split, not a Dup: the program's attribute copy callbacks run once per communicator
+    coll = Context(ids[1], native.Split(0, native.Get_rank()), world, here, "coll")
     engine.register(p2p)
     engine.register(coll)
     return Core(engine, world, members.index(parent.rank), p2p, coll)
@@ -90,9 +91,11 @@ def dup(parent: Core) -> Core:
     Attributes are copied natively: they live on the point-to-point context's native
     communicator, which is duplicated.
     """
+    # the native Dup first: its attribute copy callbacks may make communicators themselves
+    native = parent.p2p.comm.Dup()
     masks = _exchange(parent, "Dup", _used(parent.engine)) if parent.spans else None
     pair = _free_pair(masks) if masks else None
-    return _build(parent, tuple(range(parent.size)), parent.p2p.comm.Dup(), pair)
+    return _build(parent, tuple(range(parent.size)), native, pair)
 
 
 def split(parent: Core, color: int, key: int) -> Core | None:

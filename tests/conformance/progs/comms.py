@@ -98,6 +98,20 @@ say("group_compare", (MPI.Group.Compare(MPI.GROUP_EMPTY, wg) == MPI.UNEQUAL,
                       MPI.Group.Translate_ranks(sg, [0], wg)))
 say("pickle_world_copy", pickle.loads(pickle.dumps(MPI.Intracomm(world))) == world)
 
+# attribute callbacks that make and free communicators themselves
+kv = MPI.Comm.Create_keyval(copy_fn=lambda _o, _k, v: MPI.Comm.Dup(v),
+                            delete_fn=lambda _o, _k, v: MPI.Comm.Free(v))
+a, inner = world.Dup(), world.Dup()
+a.Set_attr(kv, inner)
+b = a.Dup()
+got = b.Get_attr(kv)
+say("attr_copy_dups", (got != inner, got.allreduce(rank), b.allreduce(1)))
+b.Free()
+a.Delete_attr(kv)
+say("attr_delete_frees", (got == MPI.COMM_NULL, inner == MPI.COMM_NULL))
+a.Free()
+MPI.Comm.Free_keyval(kv)
+
 # a communicator of a communicator; Split_type keeps shared memory inside a node
 quarter = half.Split(half.Get_rank() % 2, 0)
 say("quarter", (quarter.Get_rank(), quarter.Get_size(), quarter.allreduce(rank)))
