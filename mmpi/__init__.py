@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from .errors import (
     BridgeError,
+    CommError,
     ForwarderLost,
     MMPIError,
     NotBridged,
     ProtocolError,
     RankError,
     RankGone,
+    RootError,
     StateError,
     TagError,
     TruncationError,
@@ -39,6 +41,8 @@ __all__ = [
     "UsageError",
     "NotBridged",
     "RankError",
+    "RootError",
+    "CommError",
     "TagError",
     "TruncationError",
     "StateError",

@@ -14,7 +14,7 @@ from ._communicator import Core
 from ._create_api import CommunicatorMethods
 from ._native import MPI
 from ._p2p_api import PointToPointMethods
-from .errors import MMPIError, NotBridged
+from .errors import MMPIError, NotBridged, UsageError
 from .wire.layout import Layout
 
 
@@ -207,6 +207,8 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
     # -- error handlers ------------------------------------------------------------------
     def Set_errhandler(self, errhandler) -> None:
         """ERRORS_RETURN: errors raise (MPI.Exception); ERRORS_ARE_FATAL/ABORT: they abort."""
+        if not isinstance(errhandler, MPI.Errhandler) or errhandler == MPI.ERRHANDLER_NULL:
+            raise UsageError(f"Set_errhandler: {errhandler!r} is not an error handler")
         if errhandler == MPI.ERRORS_RETURN:
             self.__class__ = _plain(type(self))
         elif errhandler in (MPI.ERRORS_ARE_FATAL, MPI.ERRORS_ABORT):

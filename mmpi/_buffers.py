@@ -301,7 +301,10 @@ def as_typed(spec, *, writable: bool, op: str, blocks: int = 1) -> Typed:
     if buf is None or buf is MPI.BOTTOM:
         if count not in (None, 0):
             raise BufferError_(f"{op}: buffer is None but count is {count}")
-        return Typed(_EMPTY, 0, MPI.BYTE, 1)
+        if dt is None:
+            return Typed(_EMPTY, 0, MPI.BYTE, 1)
+        dt, extent, _, _ = _datatype(dt, op)  # kept: a reduction checks its op against it
+        return Typed(_EMPTY, 0, dt, extent)
     raw = _bytes_of(buf, writable=writable, op=op)
     if dt is None:
         dt = _infer(raw, op)

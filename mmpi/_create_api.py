@@ -10,7 +10,7 @@ from . import _create
 from ._group import BridgedGroup, Group
 from ._native import MPI
 from ._p2p_api import as_int
-from .errors import NotBridged, UsageError
+from .errors import CommError, NotBridged, UsageError
 from .request import BridgedRequest
 
 _Comm = MPI.Comm
@@ -43,11 +43,15 @@ class CommunicatorMethods:
 
     def Compare(self, comm) -> int:
         """IDENT (the same), CONGRUENT (same ranks, same order), SIMILAR or UNEQUAL."""
-        if comm is self:
-            return MPI.IDENT
         other = getattr(comm, "_core", None)
         if other is None:
-            return MPI.UNEQUAL
+            if not isinstance(comm, MPI.Comm) or not MPI.Comm.__bool__(comm):
+                raise CommError(f"Compare: {comm!r} is not a communicator")
+            me = (self._core.engine.vrank,)  # a native one: COMM_SELF's process at most
+            single = MPI.Comm.Get_size(comm) == 1 and self._core.members == me
+            return MPI.CONGRUENT if single else MPI.UNEQUAL
+        if other is self._core:
+            return MPI.IDENT
         if other.members == self._core.members:
             return MPI.CONGRUENT
         return MPI.SIMILAR if set(other.members) == set(self._core.members) else MPI.UNEQUAL
@@ -62,7 +66,14 @@ class CommunicatorMethods:
 
     def Dup(self, info=None):
         """A new communicator with the same group (attributes copied)."""
-        return self._wrap(_create.dup(self._flush()), self._name + "_dup" if self._name else "")
+        core = _create.dup(self._flush())
+        new = self._wrap(core, self._name + "_dup" if self._name else "", type(self))
+        # a duplicate keeps the topology and the error handler, as MPI_Comm_dup does
+        for field in ("_topo", "_dims", "_periods", "_index", "_edges", "_weights",
+                      "_errhandler"):
+            if field in self.__dict__:
+                setattr(new, field, self.__dict__[field])
+        return new
 
     def Clone(self):
         """A duplicate, as Dup."""

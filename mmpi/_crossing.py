@@ -31,7 +31,7 @@ import numpy as np
 from ._context import Context
 from ._native import MPI
 from ._op import PENDING, Op
-from .errors import RankError, UsageError
+from .errors import RootError, UsageError
 from .wire import protocol as P
 from .wire.backoff import yield_cpu
 
@@ -451,7 +451,7 @@ class Coll:
         if isinstance(root, (float, np.floating)) and float(root).is_integer():
             root = int(root)
         if not isinstance(root, (int, np.integer)) or not 0 <= root < self.size:
-            raise RankError(
+            raise RootError(
                 f"{self.name} on rank {self.rank}: root {root!r} is out of range for a "
                 f"communicator of size {self.size}"
             )

@@ -69,10 +69,29 @@ def cartesian(dims: list[int], periods: list[bool], rank: int) -> Topology:
     return Topology(MPI.CART, srcs, dsts, rtags, stags)
 
 
-def graph(sources: list[int], destinations: list[int]) -> Topology:
-    """Neighbours of a distributed graph: messages between two ranks match in order."""
-    return Topology(MPI.DIST_GRAPH, list(sources), list(destinations),
+def graph(sources: list[int], destinations: list[int], kind: int = MPI.DIST_GRAPH) -> Topology:
+    """Neighbours of a (distributed) graph: messages between two ranks match in order."""
+    return Topology(kind, list(sources), list(destinations),
                     [_T_NEIGHBOR] * len(sources), [_T_NEIGHBOR] * len(destinations))
+
+
+def graph_arrays(index, edges, size: int, call: str) -> tuple[list[int], list[int]]:
+    """MPI's graph `index` (cumulative degrees; mpi4py also takes a leading 0) and `edges`."""
+    index, edges = [int(i) for i in index], [int(e) for e in edges]
+    if len(index) > 1 and index[0] == 0 and index[-1] == len(edges):
+        index = index[1:]
+    if len(index) > size or any(b < a for a, b in zip([0, *index], index, strict=False)) or \
+            (index and index[-1] != len(edges)):
+        raise UsageError(f"{call}: index {index} does not describe {len(edges)} edges over "
+                         f"at most {size} nodes")
+    if any(not 0 <= e < len(index) for e in edges):
+        raise RankError(f"{call}: edges {edges} name nodes outside 0..{len(index) - 1}")
+    return index, edges
+
+
+def graph_neighbors(index: list[int], edges: list[int], rank: int) -> list[int]:
+    """The neighbours of node `rank` of an MPI graph."""
+    return edges[index[rank - 1] if rank else 0:index[rank]]
 
 
 def _neighbors(c, topo: Topology, sends: list, recvs: list):
@@ -147,7 +166,9 @@ def neighbor_objects(c, topo: Topology, objs: list):
 def check_dims(dims, periods, size: int, rank: int) -> tuple[list[int], list[bool]]:
     """Checked grid dimensions and periodicity for Create_cart on a communicator of `size`."""
     dims = [int(d) for d in dims]
-    periods = [bool(p) for p in periods] if periods is not None else [False] * len(dims)
+    if periods is None or isinstance(periods, bool):  # one flag for every dimension
+        periods = [bool(periods)] * len(dims)
+    periods = [bool(p) for p in periods]
     if len(periods) != len(dims):
         raise UsageError(f"Create_cart on rank {rank}: {len(dims)} dimensions but "
                          f"{len(periods)} periods")

@@ -1,6 +1,6 @@
 """The bridged communicator: mpi4py's `Intracomm` API across the zipper.
 
-`Comm` (and `topology.Cartcomm`, `topology.Distgraphcomm`) is a subclass of mpi4py's class,
+`Comm` (and `topology.Cartcomm`, `.Graphcomm`, `.Distgraphcomm`) is a subclass of mpi4py's class,
 so `isinstance(comm, MPI.Intracomm)` holds; its MPI handle is MPI_COMM_NULL, so no native
 function handed one by mistake can silently work on a single cluster. Every method of
 mpi4py's class that the bridge does not provide raises `NotBridged`, naming the call.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._bridged import _Bridged
 from ._native import MPI
 from .errors import NotBridged
-from .topology import Cartcomm, Distgraphcomm, TopologyMethods
+from .topology import Cartcomm, Distgraphcomm, Graphcomm, TopologyMethods
 
 _Intracomm = MPI.Intracomm
 
@@ -45,9 +45,9 @@ def _stub_the_rest(cls, native) -> None:
             setattr(cls, name, _not_bridged(native.__name__, name))
 
 
-for _cls, _native in ((Comm, _Intracomm), (Cartcomm, MPI.Cartcomm),
+for _cls, _native in ((Comm, _Intracomm), (Cartcomm, MPI.Cartcomm), (Graphcomm, MPI.Graphcomm),
                       (Distgraphcomm, MPI.Distgraphcomm)):
     _stub_the_rest(_cls, _native)
 del _cls, _native
 
-__all__ = ["Comm", "Cartcomm", "Distgraphcomm", "_Bridged"]
+__all__ = ["Comm", "Cartcomm", "Graphcomm", "Distgraphcomm", "_Bridged"]

@@ -58,6 +58,18 @@ class RankError(UsageError):
     mpi_error = "ERR_RANK"
 
 
+class RootError(RankError):
+    """A collective's root is outside the communicator."""
+
+    mpi_error = "ERR_ROOT"
+
+
+class CommError(UsageError):
+    """A communicator argument is not one (MPI.COMM_NULL, or one freed)."""
+
+    mpi_error = "ERR_COMM"
+
+
 class TagError(UsageError):
     """A tag argument is negative (other than ANY_TAG on receive) or above TAG_UB."""
 
@@ -106,6 +118,8 @@ __all__ = [
     "MMPIError",
     "UsageError",
     "RankError",
+    "RootError",
+    "CommError",
     "TagError",
     "BufferError_",
     "NotBridged",

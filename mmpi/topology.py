@@ -1,10 +1,13 @@
-"""Bridged communicators with a process topology: Cartesian grids and distributed graphs.
+"""Bridged communicators with a process topology: Cartesian grids, graphs, distributed graphs.
 
-`TopologyMethods` makes them (Create_cart, Create_dist_graph(_adjacent)); `Cartcomm` and
-`Distgraphcomm` mirror mpi4py's classes, with the neighbourhood collectives (`_topo_api`).
+`TopologyMethods` makes them (Create_cart, Create_graph, Create_dist_graph(_adjacent));
+`Cartcomm`, `Graphcomm` and `Distgraphcomm` mirror mpi4py's classes, with the neighbourhood
+collectives (`_topo_api`).
 """
 
 from __future__ import annotations
+
+import math
 
 from . import _topo_api as topo
 from ._bridged import _Bridged
@@ -33,14 +36,37 @@ class TopologyMethods:
         cart._topo = topo.cartesian(dims, periods, cart._core.rank)
         return cart
 
+    def Cart_map(self, dims, periods=None) -> int:
+        """The rank Create_cart would give this process (MPI.UNDEFINED if none)."""
+        dims, _ = topo.check_dims(dims, periods, self._core.size, self._core.rank)
+        return self._core.rank if self._core.rank < math.prod(dims) else MPI.UNDEFINED
+
+    def Graph_map(self, index, edges) -> int:
+        """The rank Create_graph would give this process (MPI.UNDEFINED if none)."""
+        index, _ = topo.graph_arrays(index, edges, self._core.size, "Graph_map")
+        return self._core.rank if self._core.rank < len(index) else MPI.UNDEFINED
+
+    def Create_graph(self, index, edges, reorder=False):
+        """A graph over the first len(index) ranks (COMM_NULL for the others)."""
+        core = self._core
+        index, edges = topo.graph_arrays(index, edges, core.size, "Create_graph")
+        sub = self.Split(0 if core.rank < len(index) else MPI.UNDEFINED, core.rank)
+        if sub == MPI.COMM_NULL:
+            return MPI.COMM_NULL
+        new = Graphcomm(sub._core, "")
+        new._index, new._edges = index, edges
+        mine = topo.graph_neighbors(index, edges, new._core.rank)
+        new._topo = topo.graph(mine, mine, MPI.GRAPH)
+        return new
+
     def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
                                    destweights=None, info=None, reorder=False):
         """A duplicate of this communicator with these neighbours of this rank."""
         new = Distgraphcomm(self.Dup()._core, "")
         new._topo = topo.graph([as_int(s, "source", "Create_dist_graph_adjacent")
-                                for s in sources],
+                                for s in sources or ()],
                                [as_int(d, "destination", "Create_dist_graph_adjacent")
-                                for d in destinations])
+                                for d in destinations or ()])
         new._weights = (_weights(sourceweights), _weights(destweights))
         return new
 
@@ -251,6 +277,40 @@ class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
         return cart
 
 
+class Graphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Graphcomm):
+    """A bridged communicator with a graph topology (mirrors mpi4py.MPI.Graphcomm)."""
+
+    def Get_dims(self) -> tuple[int, int]:
+        """(number of nodes, number of edges)."""
+        return len(self._index), len(self._edges)
+
+    dims = property(Get_dims, doc="(number of nodes, number of edges)")
+    nnodes = property(lambda self: len(self._index), doc="Number of nodes.")
+    nedges = property(lambda self: len(self._edges), doc="Number of edges.")
+    index = property(lambda self: list(self._index), doc="Cumulative degrees of the nodes.")
+    edges = property(lambda self: list(self._edges), doc="The neighbours of every node.")
+
+    def Get_topo(self) -> tuple[list[int], list[int]]:
+        """(index, edges)."""
+        return self.index, self.edges
+
+    topo = property(Get_topo, doc="(index, edges)")
+
+    def Get_neighbors_count(self, rank: int) -> int:
+        """Number of neighbours of `rank`."""
+        return len(self.Get_neighbors(rank))
+
+    def Get_neighbors(self, rank: int) -> list[int]:
+        """The neighbours of `rank`."""
+        rank = as_int(rank, "rank", "Get_neighbors")
+        if not 0 <= rank < len(self._index):
+            raise MMPIError(f"Get_neighbors: rank {rank} is not a node of the graph")
+        return topo.graph_neighbors(self._index, self._edges, rank)
+
+    nneighbors = property(lambda self: len(self._topo.sources), doc="Number of neighbours.")
+    neighbors = property(lambda self: list(self._topo.sources), doc="This rank's neighbours.")
+
+
 class Distgraphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Distgraphcomm):
     """A bridged communicator with a distributed graph (mirrors mpi4py.MPI.Distgraphcomm)."""
 
@@ -265,4 +325,4 @@ class Distgraphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Distgraphcomm)
         return self.inedges, self.outedges, w
 
 
-__all__ = ["TopologyMethods", "Cartcomm", "Distgraphcomm"]
+__all__ = ["TopologyMethods", "Cartcomm", "Graphcomm", "Distgraphcomm"]

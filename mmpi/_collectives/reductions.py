@@ -13,7 +13,7 @@ from .._buffers import Typed, as_typed, plain_pair
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import BufferError_, UsageError
-from . import generic
+from . import generic, objects
 from ._base import (
     BYTE,
     IN_PLACE,
@@ -215,6 +215,17 @@ def reduce_scatter(c: Coll, sendbuf, recvbuf, recvcounts, op):
     """Reduce, then scatter blocks of `recvcounts[i]` elements to rank i."""
     op = check_op(op, "Reduce_scatter")
     rb = as_typed(recvbuf, writable=True, op="Reduce_scatter")
+    if recvcounts is None and sendbuf is not IN_PLACE:  # each rank's block: its receive count
+        return _reduce_scatter_counted(c, sendbuf, rb, op)
+    return _reduce_scatter_v(c, sendbuf, rb, recvcounts, op)
+
+
+def _reduce_scatter_counted(c: Coll, sendbuf, rb: Typed, op):
+    counts = yield from objects.allgather(c, rb.count)
+    return (yield from _reduce_scatter_v(c, sendbuf, rb, counts, op))
+
+
+def _reduce_scatter_v(c: Coll, sendbuf, rb: Typed, recvcounts, op):
     counts = [int(n) for n in recvcounts] if recvcounts is not None else None
     if counts is None or len(counts) != c.size or any(n < 0 for n in counts):
         raise BufferError_(f"Reduce_scatter on rank {c.rank}: expected {c.size} receive "

@@ -69,6 +69,25 @@ say("Neighbor_alltoall", a2a.tolist())
 graph = world.Create_dist_graph_adjacent([(rank - 1) % size], [(rank + 1) % size])
 say("graph", (graph.Get_dist_neighbors_count(), graph.Get_dist_neighbors()[:2]))
 say("graph_objs", graph.neighbor_alltoall([("to", (rank + 1) % size)]))
+say("graph_none", world.Create_dist_graph_adjacent(None, None).inoutedges)
+
+# MPI-1 graphs (a ring, both neighbours), duplicates keep their topology, the map calls
+index, edges = [0], []
+for i in range(size):
+    index.append(index[-1] + 2)
+    edges.extend(((i - 1) % size, (i + 1) % size))
+ring = world.Create_graph(index, edges)
+say("graph1", (ring.topology == MPI.GRAPH, ring.dims, ring.topo, ring.neighbors,
+               ring.Get_neighbors(size - 1), ring.inoutedges))
+got = np.full(2, -1, "i")
+ring.Neighbor_allgather(np.array([rank], "i"), got)
+say("graph1_collectives", (got.tolist(), ring.neighbor_alltoall([rank * 10, rank * 10 + 1])))
+rd, cd = ring.Dup(), cart.Dup()
+say("dups_keep_topology", (type(rd).__name__, rd.neighbors, type(cd).__name__, cd.Shift(0, 1),
+                           rd.neighbor_allgather(rank)))
+small = world.Create_graph([1, 2], [1, 0])  # two nodes: the other ranks are left out
+say("graph1_small", small == MPI.COMM_NULL or small.neighbors)
+say("maps", (world.Cart_map([size], True), world.Graph_map([1, 2], [1, 0])))
 world.Barrier()
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
 if rank == 0:

@@ -72,6 +72,10 @@ for blocking in (True, False):
     rs = np.arange(size, dtype="d") * (rank + 1)
     call("Reduce_scatter_block", None, [rs, 1, MPI.DOUBLE], MPI.SUM, blocking=blocking)
     say(f"{k} reduce-scatter-block-none", rs[:1])
+    rsc = np.zeros(rank % 2 + 1)  # no counts: each rank's block is its receive count
+    call("Reduce_scatter", np.arange(sum(r % 2 + 1 for r in range(size)), dtype="d") * rank,
+         rsc, None, MPI.SUM, blocking=blocking)
+    say(f"{k} reduce-scatter-counted", rsc)
     # [buffer, count]: every block `count` elements, long doubles in a host CUDA interface
     for count in range(3):
         sg = np.full(count * size, rank, "g")
@@ -83,6 +87,11 @@ for blocking in (True, False):
              if rank == 0 else None, HostCAI(rg), 0, blocking=blocking)
         say(f"{k} scatterv-count{count}", rg.astype("d"))
 
+for bad in (size, -1):
+    try:
+        world.reduce(1, root=bad)
+    except MPI.Exception as exc:
+        say(f"bad-root{bad == size}", exc.Get_error_class() == MPI.ERR_ROOT)
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
 if rank == 0:
     print("\n".join(line for lines in every for line in lines), flush=True)
