@@ -20,6 +20,7 @@ from ._p2p_api import attached
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError, NotBridged
 from .request import Prequest as BridgedPrequest
+from .request import Request
 
 
 def _communicator_class(native):
@@ -95,6 +96,11 @@ class Prequest(MPI.Prequest, metaclass=StandIn):
     startall = Startall
 
 
+# mpi4py's Prequest inherits Request's completion calls: bridged requests complete there too
+for _name in ("Waitall", "waitall", "Testall", "testall", "Waitany", "waitany", "Testany",
+              "testany", "Waitsome", "waitsome", "Testsome", "testsome"):
+    setattr(Prequest, _name, getattr(Request, _name))  # bound to Request, which has the helpers
+del _name
 dispatch_unbound(Prequest, MPI.Prequest)
 
 

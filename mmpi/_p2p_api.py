@@ -12,10 +12,11 @@ import warnings
 
 from . import _buffers
 from ._buffers import as_view
+from ._message import Message
 from ._native import MPI
 from ._op import Op, completed
 from .errors import BufferError_, RankError, TagError
-from .request import BridgedRequest, Message, Prequest
+from .request import BridgedRequest, Prequest
 
 ANY_SOURCE = MPI.ANY_SOURCE
 ANY_TAG = MPI.ANY_TAG

@@ -61,20 +61,23 @@ class Request(_native, metaclass=StandIn):
         """Wait for this request to complete."""
         if isinstance(self, BridgedRequest):
             return type(self).Wait(self, status)
-        _wait_native(lambda: _native.Get_status(self))
-        return _native.Wait(self, status)
+        _wait_native(lambda: _native.Test(self, status))  # not Get_status: see _natively
+        return True
 
     def wait(self, status: MPI.Status | None = None):
         """Wait for completion; return the received object (None for sends)."""
         if isinstance(self, BridgedRequest):
             return type(self).wait(self, status)
-        _wait_native(lambda: _native.Get_status(self))
-        return _native.wait(self, status)
+        got = []
+        _wait_native(lambda: got.append(_native.test(self, status)) or got[-1][0])
+        return got[-1][1]
 
     # -- many requests, any mix ----------------------------------------------------------
     @classmethod
     def Waitall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """Wait for all requests; raise the first error after all have completed."""
+        if _natives_only(requests):
+            return _natively("Waitall", requests, statuses)
         reqs = list(requests)
         _wait_native(lambda: all([_done(r) for r in reqs]))
         error = None
@@ -90,6 +93,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def waitall(cls, requests: Sequence, statuses: list | None = None) -> list:
         """Wait for all requests; return the list of received objects."""
+        if _natives_only(requests):
+            return _natively("waitall", requests, statuses)
         reqs = list(requests)
         _wait_native(lambda: all([_done(r) for r in reqs]))
         return [_finish(r, _status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
@@ -97,6 +102,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Testall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """True (and all completed) if every request has completed, else False."""
+        if _natives_only(requests):
+            return _natively("Testall", requests, statuses)
         reqs = list(requests)
         if not _test(lambda: all([_done(r) for r in reqs])):
             return False
@@ -105,6 +112,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def testall(cls, requests: Sequence, statuses: list | None = None):
         """(flag, received objects or None)."""
+        if _natives_only(requests):
+            return _natively("testall", requests, statuses)
         reqs = list(requests)
         if not _test(lambda: all([_done(r) for r in reqs])):
             return False, None
@@ -134,6 +143,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Waitany(cls, requests: Sequence, status: MPI.Status | None = None) -> int:
         """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
+        if _natives_only(requests):
+            return _natively("Waitany", requests, status)
         i = cls._any(requests, True)
         if i != MPI.UNDEFINED:
             _finish(requests[i], status)
@@ -142,12 +153,16 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def waitany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, object) of the first request to complete."""
+        if _natives_only(requests):
+            return _natively("waitany", requests, status)
         i = cls._any(requests, True)
         return (i, None) if i == MPI.UNDEFINED else (i, _finish(requests[i], status, obj=True))
 
     @classmethod
     def Testany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag): a completed request's index, or (UNDEFINED, flag)."""
+        if _natives_only(requests):
+            return _natively("Testany", requests, status)
         i = cls._any(requests, False)
         if i is None:
             return MPI.UNDEFINED, False
@@ -159,6 +174,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def testany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag, object)."""
+        if _natives_only(requests):
+            return _natively("testany", requests, status)
         i = cls._any(requests, False)
         if i is None:
             return MPI.UNDEFINED, False, None
@@ -193,22 +210,69 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Waitsome(cls, requests: Sequence, statuses: list | None = None):
         """Wait until at least one completes; the indices of all completed ones."""
+        if _natives_only(requests):
+            return _natively("Waitsome", requests, statuses)
         return cls._some(requests, statuses, True, False)[0]
 
     @classmethod
     def waitsome(cls, requests: Sequence, statuses: list | None = None):
         """(indices, objects) of the completed requests, waiting for one at least."""
+        if _natives_only(requests):
+            return _natively("waitsome", requests, statuses)
         return cls._some(requests, statuses, True, True)
 
     @classmethod
     def Testsome(cls, requests: Sequence, statuses: list | None = None):
         """The indices of the completed requests (None if none is active)."""
+        if _natives_only(requests):
+            return _natively("Testsome", requests, statuses)
         return cls._some(requests, statuses, False, False)[0]
 
     @classmethod
     def testsome(cls, requests: Sequence, statuses: list | None = None):
         """(indices, objects) of the completed requests."""
+        if _natives_only(requests):
+            return _natively("testsome", requests, statuses)
         return cls._some(requests, statuses, False, True)
+
+
+def _natives_only(requests) -> bool:
+    return not any(_bridged(r) for r in requests)
+
+
+def _natively(name: str, requests, *args):
+    """mpi4py's own `name` on native requests only: it knows inactive persistent ones.
+
+    A wait polls politely with the matching test, which completes what it finds: MPICH's
+    Get_status makes a completed persistent request inactive, losing its status.
+    """
+    reqs = list(requests)
+    if name[0] in "Tt":
+        return getattr(_native, name)(reqs, *args)
+    test = getattr(_native, ("T" if name[0] == "W" else "t") + "est" + name[4:])
+    kind, obj = name[4:], name[0] == "w"
+    got = []
+
+    def ready() -> bool:
+        out = test(reqs, *args)
+        if kind == "any":
+            flag = out[1]
+        elif kind == "all":
+            flag = out[0] if obj else out
+        else:
+            done = out[0] if obj else out
+            flag = done is None or len(done) > 0
+        if flag:
+            got.append(out)
+        return flag
+
+    _wait_native(ready)
+    out = got[0]
+    if kind == "any":
+        return (out[0], out[2]) if obj else out[0]
+    if kind == "all":
+        return out[1] if obj else True
+    return out
 
 
 def _test(ready) -> bool:
@@ -417,65 +481,7 @@ class Prequest(BridgedRequest, MPI.Prequest):
     free = Free
 
 
-class Message(MPI.Message):
-    """A message taken by a matched probe (Mprobe, Improbe): receive it with Recv/Irecv."""
-
-    __slots__ = ("_arrived", "_p2p", "_pickled")
-
-    def __new__(cls, *args, **kwargs):
-        """A new message object (its native handle stays MPI_MESSAGE_NULL)."""
-        return MPI.Message.__new__(cls)
-
-    def __init__(self, arrived, p2p, pickled: bool = False) -> None:
-        self._arrived = arrived
-        self._p2p = p2p
-        self._pickled = pickled
-
-    def __bool__(self) -> bool:
-        return self._arrived is not None
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, Message):
-            return other is self
-        return self._arrived is None and isinstance(other, MPI.Message) and \
-            not MPI.Message.__bool__(other)
-
-    def __ne__(self, other) -> bool:
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def _take(self, view, call: str) -> BridgedRequest:
-        if self._arrived is None:
-            raise MMPIError(f"{call}: this message was received already")
-        m, self._arrived = self._arrived, None
-        return BridgedRequest(self._p2p.receive(m, view, call), pickled=view is None)
-
-    def Irecv(self, buf):
-        """Start receiving the message into `buf`."""
-        from . import _buffers
-
-        view = _buffers.as_view(buf, writable=True, op="Message.Irecv")
-        req = self._take(view, "Message.Irecv")
-        if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
-            req._op.after = _buffers.take_unpacks()
-        return req
-
-    def Recv(self, buf, status: MPI.Status | None = None) -> None:
-        """Receive the message into `buf`."""
-        self.Irecv(buf).Wait(status)
-
-    def irecv(self):
-        """Start receiving the message as an object."""
-        return self._take(None, "Message.irecv")
-
-    def recv(self, status: MPI.Status | None = None):
-        """Receive the message as an object."""
-        return self.irecv().wait(status)
-
-
 dispatch_unbound(Request, _native)
 pickle_natively(_native, MPI.Prequest)
 
-__all__ = ["Request", "BridgedRequest", "Prequest", "Message", "bind"]
+__all__ = ["Request", "BridgedRequest", "Prequest", "bind"]
