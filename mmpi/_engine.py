@@ -120,6 +120,7 @@ class Engine:
             raise StateError(f"context {ctx.id} exists already on rank {self.vrank}")
         self.contexts[ctx.id] = ctx
         self.context_list.append(ctx)
+        self.p2p.deliver_early(ctx)
 
     def set_monitor(self, monitor) -> None:
         """Count from now on into `monitor` (None: stop counting; the hooks cost nothing)."""

@@ -95,9 +95,17 @@ class PointToPoint:
         self._sync_id = 0
         self._sync_sent: dict[tuple[int, int], int] = {}  # (context, dest) -> sends numbered
         self._sync_seen: dict[tuple[int, int], int] = {}  # (context, source) -> arrivals
+        # Forwarded messages for a context this rank has not registered yet: a faster peer may
+        # send on a new communicator before this rank has finished creating it.
+        self.early: dict[int, list[tuple[int, bytearray, int]]] = {}
         layout = engine.layout
         others = layout.size - layout.cluster_size(engine.cluster)
         self.flow = Flow(self, others)
+
+    def deliver_early(self, ctx: Context) -> None:
+        """Deliver, in arrival order, what came for `ctx` before it was registered."""
+        for link, buf, tag in self.early.pop(ctx.id, ()):
+            self.on_forwarded(link, buf, tag)
 
     # -- sending -------------------------------------------------------------------------
     def isend(self, ctx: Context, view: memoryview, dest: int, tag: int,
@@ -363,7 +371,8 @@ class PointToPoint:
             return
         ctx = self.engine.contexts.get(env.context)
         if ctx is None:
-            raise ProtocolError(f"rank {self.vrank}: message for unknown context {env.context}")
+            self.early.setdefault(env.context, []).append((link, buf, tag))
+            return
         source = ctx.from_world.get(env.src)
         if source is None:
             raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "

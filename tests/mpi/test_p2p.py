@@ -53,3 +53,11 @@ def test_barrier_is_tight(bridged):
     job = bridged("barrier_tight.py", "8", low=2, high=3)
     assert job.returncode == 0, job.output
     assert "tight barrier OK over 8 rounds" in job.stdout, job.output
+
+
+def test_messages_on_a_context_not_registered_yet_are_kept(bridged):
+    # A peer sends on a new communicator before this rank registered its context: the
+    # messages are kept and delivered in order once it does, not refused.
+    job = bridged("early_context.py", "4", low=2, high=2, timeout=90)
+    assert job.returncode == 0, job.output
+    assert "early 12 ok True" in job.stdout, job.output
