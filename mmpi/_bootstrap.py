@@ -1,9 +1,11 @@
 """Joining the bridge at import time (our MPI_Init): connect, get the layout, build COMM_WORLD.
 
 Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: local rank 0 waits for the
-forwarder's port file for this cluster, the cluster connects collectively, duplicates the link
-into a control and a data channel, proves it belongs to the job (the secret in the private
-rendezvous directory), and every rank waits for the forwarder's layout message.
+forwarder's port file for this cluster, the cluster connects collectively, rank 0 answers the
+forwarder's challenge with an HMAC of the job secret (in the private rendezvous directory;
+the secret itself never travels), every rank waits to be admitted, the cluster Dups a fresh
+control and a data channel from the connection (protocol Rule 7), and every rank waits for the
+forwarder's layout message.
 """
 
 from __future__ import annotations
@@ -40,8 +42,7 @@ def join():
     nfwd = int(os.environ.get(R.ENV_FORWARDERS, "1"))
     links = []
     for index in range(nfwd):
-        ctrl = _connect(world, path, cluster, index, timeout)
-        links.append((ctrl, ctrl.Dup()))
+        links.append(_connect(world, path, cluster, index, timeout))
     comm = world_over(cluster, world, links, timeout)
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
     R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {_engine.vrank}")
@@ -81,8 +82,9 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
 
 
 def _connect(world, path: Path, cluster: str, index: int, timeout: float):
-    """Connect this cluster (collectively) to forwarder `index` and prove membership."""
+    """Connect this cluster (collectively) to forwarder `index`, prove membership; (ctrl, data)."""
     from ._native import MPI
+    from .wire import proof
 
     port = error = None
     if world.Get_rank() == 0:
@@ -94,16 +96,28 @@ def _connect(world, path: Path, cluster: str, index: int, timeout: float):
     port, error = world.bcast((port, error), root=0)
     if error:
         raise BridgeError(error)
-    ctrl = world.Connect(port, MPI.INFO_NULL, 0)
+    acc = world.Connect(port, MPI.INFO_NULL, 0)
+    what = f"forwarder {index}"
     if world.Get_rank() == 0:
-        # Proof of membership first: the forwarder checks it before anything collective.
-        secret = (path / R.SECRET_FILE).read_text().strip()
-        hello = P.encode_control(secret=secret, cluster=cluster, size=world.Get_size())
-        ctrl.Send([hello, MPI.BYTE], 0, P.T_HELLO)
-    return ctrl
+        challenge = P.decode_control(
+            _wait_control(acc, P.T_CHALLENGE, timeout, cluster, f"no challenge from {what}",
+                          "is it admitting another connection?"),
+            ("nonce",))
+        answer = proof.prove(R.read_secret(path), proof.ADMIT, str(challenge["nonce"]),
+                             cluster, index)
+        hello = P.encode_control(cluster=cluster, size=world.Get_size(), proof=answer)
+        acc.Send([hello, MPI.BYTE], 0, P.T_HELLO)
+    _wait_control(acc, P.T_ADMIT, timeout, cluster, f"not admitted by {what}",
+                  "its log says why")
+    # Traffic goes only over channels made after the proof; the connection itself is done.
+    ctrl, data = acc.Dup(), acc.Dup()
+    acc.Free()
+    return ctrl, data
 
 
-def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
+def _wait_control(ctrl, tag: int, timeout: float, cluster: str,
+                  missing: str = "no layout from the forwarder",
+                  hint: str = "did the other cluster start?") -> bytearray:
     """Poll (not block: blocking spins a core) for one control message from the forwarder."""
     from ._native import MPI
     from .wire.backoff import Backoff
@@ -119,8 +133,7 @@ def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
             return buf
         if time.monotonic() > deadline:
             raise BridgeError(
-                f"cluster {cluster!r}: no layout from the forwarder within {timeout:g} s "
-                "(did the other cluster start?)"
+                f"cluster {cluster!r}: {missing} within {timeout:g} s ({hint})"
             )
         backoff.idle()
 

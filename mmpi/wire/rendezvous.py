@@ -21,11 +21,19 @@ ENV_CONNECT_TIMEOUT = "MMPI_CONNECT_TIMEOUT"  # seconds to wait for the forwarde
 ENV_FORWARDERS = "MMPI_FORWARDERS"  # number of forwarders in the job (default 1)
 
 SECRET_FILE = "secret"  # written by mmpi-run before anything starts
+# Where mmpi-run's rank watch listens ("unix:PATH" or "tcp:HOST:PORT", one per line, tried in
+# order); written before any job starts. Absent when the jobs were started by hand.
+WATCH_FILE = "watch"
 
 
 def port_file(cluster: str, forwarder: int = 0) -> str:
     """Name of the file in which forwarder `forwarder` publishes the port for `cluster`."""
     return f"port.{forwarder}.{cluster}"
+
+
+def read_secret(path: Path) -> str:
+    """The job secret of the rendezvous directory `path`."""
+    return (path / SECRET_FILE).read_text().strip()
 
 
 def make_dir(parent: str | None = None) -> Path:
