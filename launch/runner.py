@@ -36,6 +36,7 @@ from typing import IO, NamedTuple
 from mmpi.errors import MMPIError
 
 from . import _diagnose, hygiene
+from . import _watch as rank_watch
 from ._diagnose import Evidence, JobEnd
 from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 
@@ -200,6 +201,7 @@ class _Failure:
     status: int
     job: _Job | None = None
     exited: bool = False  # the job ended by itself: its output tells how
+    departed: bool = False  # a rank left without finalizing (the rank watch saw it)
 
     def end(self, order: int) -> JobEnd:
         """Describe this failure for the diagnosis (only failures with a job have one)."""
@@ -227,7 +229,9 @@ def run(
     jobs: list[_Job] = []
     failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
+    watch: rank_watch.RankWatch | None = None
     try:
+        watch = _start_watch(plan, rendezvous)
         try:
             with _signals_raise():
                 try:
@@ -238,7 +242,7 @@ def run(
                     # run is unsafe with a preexec_fn. The pipes buffer the first output.
                     for job in jobs:
                         _start_readers(job, output)
-                failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace)
+                failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace, watch)
             status = 0
         except KeyboardInterrupt:
             failures = [_Failure("interrupted", 130)]
@@ -250,14 +254,31 @@ def run(
             with _signals_ignored():
                 # The pid files go with the rendezvous directory: read them first.
                 pids = hygiene.read_pids(rendezvous) if failures else hygiene.NO_PIDS
-                failed = _shut_down(jobs, failures, output, term_grace, pids)
+                failed = _shut_down(jobs, failures, output, term_grace, pids, watch)
                 status = failed if failed is not None else status
                 if status != 0:
                     hygiene.remove_new_shm(shm_before)
                     hygiene.remove_new_hwloc(hwloc_before)
     finally:
+        if watch is not None:
+            watch.close()
         shutil.rmtree(rendezvous, ignore_errors=True)
     return status
+
+
+def _start_watch(plan: Plan, rendezvous: str | os.PathLike[str]) -> rank_watch.RankWatch | None:
+    """Start the rank watch of the job (none without a rendezvous directory to publish it)."""
+    if not os.path.isdir(rendezvous):
+        return None
+    clusters = {c.name: (c.first_vrank, c.ranks) for c in plan.clusters}
+    remote = any(p.host != "localhost" for layout in plan.layouts for p in layout.places)
+    watch = rank_watch.RankWatch(rendezvous, clusters, remote=remote)
+    try:
+        watch.start()
+    except OSError as exc:
+        watch.close()
+        raise LaunchError(f"cannot start the rank watch: {exc}") from exc
+    return watch
 
 
 def _shut_down(
@@ -266,6 +287,7 @@ def _shut_down(
     output: _Output,
     term_grace: float,
     pids: hygiene.Pids,
+    watch: rank_watch.RankWatch | None = None,
 ) -> int | None:
     """Report the failures, stop what still runs, drain the output, recap; return the status."""
     running = [j for j in jobs if j.proc.poll() is None]
@@ -278,14 +300,14 @@ def _shut_down(
                     # Let a failed job's last words (a traceback, Hydra's banner) come first:
                     # they are also the evidence for the diagnosis.
                     failure.job.join_readers(0.5)
-            if failures[0].job is None:  # interrupted: nobody's fault
+            if failures[0].job is None and not failures[0].departed:  # interrupted
                 lines, status, headline = [failures[0].what], failures[0].status, failures[0].what
                 others = "all jobs"
             else:
-                report = _diagnose.diagnose(
-                    [f.end(i) for i, f in enumerate(failures) if f.job is not None], pids
-                )
-                lines, status, headline = report.lines, report.status, report.headline
+                ends = [f.end(i) for i, f in enumerate(failures) if f.job is not None]
+                report = _diagnose.diagnose(ends, pids) if ends else None
+                departed = watch.departed() if watch is not None else []
+                lines, status, headline = rank_watch.explain(departed, report)
                 others = "the other jobs"
             for line in lines[:-1]:
                 output.message(line)
@@ -360,15 +382,24 @@ def _pump(
 
 
 def _watch(
-    jobs: list[_Job], early_exit_grace: float, shutdown_grace: float, failure_grace: float
+    jobs: list[_Job],
+    early_exit_grace: float,
+    shutdown_grace: float,
+    failure_grace: float,
+    watch: rank_watch.RankWatch | None = None,
 ) -> list[_Failure]:
-    """Wait until the job succeeds ([]) or fails (every failure within the grace period)."""
+    """Wait until the job succeeds ([]) or fails (every failure within the grace period).
+
+    A rank that the rank watch saw leave without finalizing is a failure too; then the jobs
+    get DEPARTURE_GRACE seconds to fail by themselves and say how it ended.
+    """
     clusters = [j for j in jobs if j.launch.role == CLUSTER]
     forwarders = [j for j in jobs if j.launch.role == FORWARDER]
     forwarder_gone_at: float | None = None
     clusters_done_at: float | None = None
     failures: list[_Failure] = []
     first_failure_at = 0.0
+    departed_at = 0.0
     while True:
         now = time.monotonic()
         for job in jobs:  # plan order: failures seen in one sweep keep it
@@ -377,11 +408,14 @@ def _watch(
                 what = _describe_status(code)
                 failures.append(_Failure(what, _exit_status(code), job, exited=True))
                 first_failure_at = first_failure_at or now
+        if watch is not None and not departed_at and (gone := watch.departed()):
+            failures.append(_Failure(gone[0].sentence, 1, departed=True))
+            departed_at = now
         if failures:
             # Give the others a moment to fail by themselves: the cause may be among them.
-            if now - first_failure_at >= failure_grace or all(
-                j.proc.returncode is not None for j in jobs
-            ):
+            over = (now - first_failure_at >= failure_grace if first_failure_at
+                    else now - departed_at >= max(failure_grace, rank_watch.DEPARTURE_GRACE))
+            if over or all(j.proc.returncode is not None for j in jobs):
                 return failures
             time.sleep(POLL_INTERVAL)
             continue

@@ -1,6 +1,7 @@
 """Joining the bridge at import time (our MPI_Init): connect, get the layout, build COMM_WORLD.
 
-Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: local rank 0 waits for the
+Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: every rank first registers with
+mmpi-run's rank watch (`wire.watch`; it says "bye" once finalized), local rank 0 waits for the
 forwarder's port file for this cluster, the cluster connects collectively, rank 0 answers the
 forwarder's challenge with an HMAC of the job secret (in the private rendezvous directory;
 the secret itself never travels), every rank waits to be admitted, the cluster Dups a fresh
@@ -19,9 +20,11 @@ from pathlib import Path
 from .errors import BridgeError
 from .wire import protocol as P
 from .wire import rendezvous as R
+from .wire import watch
 from .wire.knobs import env_int
 
 _engine = None
+_membership: watch.Membership | None = None  # our registration with mmpi-run's rank watch
 
 
 def join():
@@ -39,6 +42,10 @@ def join():
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     path = Path(rdv)
+    # First of all: from here on, however this process ends, mmpi-run knows whether it had
+    # finalized (the kernel closes the socket for us).
+    global _membership
+    _membership = watch.register(path, cluster, rank, os.getpid(), min(timeout, 10.0))
     nfwd = int(os.environ.get(R.ENV_FORWARDERS, "1"))
     links = []
     for index in range(nfwd):
@@ -142,8 +149,23 @@ def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
         _engine.finalize()
+        _leave_watch()
         if os.environ.get("MMPI_SKIP_MPI_FINALIZE"):
             _exit_without_mpi_finalize(_engine.local)
+
+
+def _aborting() -> None:
+    """Tell mmpi-run's rank watch that this rank calls MPI_Abort (Hydra will say why)."""
+    if _membership is not None:
+        _membership.aborting()
+
+
+def _leave_watch() -> None:
+    """Tell mmpi-run's rank watch that this rank has finalized: its exit is no failure."""
+    global _membership
+    if _membership is not None:
+        _membership.leave()
+        _membership = None
 
 
 def _exit_without_mpi_finalize(local) -> None:
@@ -186,6 +208,7 @@ def _install_exit_hook(world, engine) -> None:
                   f"sys.exit({status!r}) before the job finished; aborting", file=sys.stderr,
                   flush=True)
             time.sleep(0.3)  # let Hydra forward the output first (see the except hook)
+            _aborting()
             world.Abort(status if isinstance(status, int) else 1)
         real_exit(status)
 
@@ -205,6 +228,7 @@ def _install_excepthook(world) -> None:
             # traceback lines lost in 4 of 40 runs); give it a moment to forward them.
             time.sleep(0.3)
         finally:
+            _aborting()
             world.Abort(1)
 
     sys.excepthook = hook
