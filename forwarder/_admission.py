@@ -62,7 +62,6 @@ class Gate:
         """
         while True:
             acc = MPI.COMM_SELF.Accept(port, MPI.INFO_NULL, 0)
-            acc.Set_errhandler(MPI.ERRORS_RETURN)
             nonce = Q.nonce()
             body = P.encode_control(nonce=nonce, index=self.index)
             challenge = acc.Isend([body, MPI.BYTE], 0, P.T_CHALLENGE)
@@ -98,6 +97,7 @@ class Gate:
         source, tag, count = st.Get_source(), st.Get_tag(), st.Get_count(MPI.BYTE)
         if source != 0 or tag != P.T_HELLO or count > MAX_HELLO:
             # Improbe took the message off the queue: it must be received, and is dropped.
+            acc.Set_errhandler(MPI.ERRORS_RETURN)  # a truncated message is an error to ignore
             self.quarantine.discard(msg, count)
             if count > MAX_HELLO and tag == P.T_HELLO:
                 raise Refused(f"oversized HELLO of {count} bytes")
@@ -142,6 +142,7 @@ class Quarantine:
 
     def add(self, acc: MPI.Intercomm, req: MPI.Request, cluster: str) -> None:
         """Hold `acc` (with its challenge request) for good; drain what it sent so far."""
+        acc.Set_errhandler(MPI.ERRORS_RETURN)  # a truncated message is an error to ignore
         with self._lock:
             self._comms.append((acc, req, cluster))
             n = len(self._comms)
