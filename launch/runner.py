@@ -11,6 +11,8 @@ Rules:
 - The rendezvous directory is always removed; after a failure, MPICH shared-memory files that
   appeared during the run and are no longer in use are removed too.
 - Success is: every cluster job exits 0, then every forwarder exits 0.
+- A rank that the rank watch (_watch.py) saw leave without finalizing is a failure too, even
+  while its job still runs (`os._exit(0)`: Hydra waits for the other ranks).
 - After the first failure, the other jobs get FAILURE_GRACE seconds to fail by themselves
   before they are stopped: one dead rank brings down its cluster, the forwarder and maybe the
   other cluster, and the job that exits first is often not the cause. Every failure is then
