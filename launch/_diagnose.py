@@ -15,9 +15,18 @@ them from their own words:
 - ``process_vm_readv(pid=6719 ...) ... No such process`` in a forwarder means UCX lost that
   process: the forwarder's failure is a consequence. So is a rank saying it lost the forwarder.
 
+- A rank that raised ``RankGone`` or says it lost the forwarder failed because another process
+  did. When the forwarder it lost has not failed by itself, the forwarder's state (from /proc,
+  read by the runner) says why: stopped (SIGSTOP), gone, or running but silent (wedged).
+- An MPICH message that ends in ``error stack:`` is summed up from the stack that follows: the
+  call that failed (pointers left out) and the innermost entry, which names the error.
+
 Rule: a failure's *directness* decides the order (something done to or by the process itself,
 then a crash, then a failure explained by the loss of another process); ties go to the job that
-exited first, then to clusters before forwarders. The first one is reported as the cause.
+exited first, then to clusters before forwarders. The first one is reported as the cause, the
+other failed jobs after it, and every other rank that failed in one line.
+A process killed by signal N gives mmpi-run's status 128 + N, as in the shell (Hydra's own
+exit status is N); a forwarder that failed otherwise gives ``_status.NOT_BRIDGED``.
 No I/O here (the pid files are read by `hygiene.read_pids`), so it is unit-tested on text.
 """
 
@@ -26,9 +35,10 @@ from __future__ import annotations
 import re
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import _status
 from .hygiene import NO_PIDS, Pids
 
 CLUSTER = "cluster"
@@ -47,9 +57,16 @@ _BANNER_PID = re.compile(r"=\s+PID (\d+) RUNNING AT (\S+)")
 _BANNER_EXIT = re.compile(r"=\s+EXIT CODE: (-?\d+)")
 _BANNER_KILLED = re.compile(r"=\s+KILLED BY SIGNAL: (\d+)")
 _EXIT_STRING = re.compile(r"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: .*\(signal (\d+)\)")
-_ABORT = re.compile(r"Abort\((-?\d+)\) on node \d+ \(rank (\d+) in comm (\d+)\)")
+_ABORT = re.compile(r"Abort\((-?\d+)\) on node \d+ \(rank (\d+) in comm (\d+)\):? ?(.*)")
 _SYS_EXIT = re.compile(r"mmpi: rank \d+ \(\w+:(\d+)\) called (sys\.exit\(.*?\)) before")
-_LOST_FORWARDER = "lost the forwarder"
+# "lost the forwarder: ..." (one forwarder) or "lost forwarder 1: ..." (several)
+_LOST_FORWARDER = re.compile(r"\blost (?:the forwarder|forwarder (\d+))\b")
+# Exceptions that say another process failed first.
+_CONSEQUENCE_ERRORS = re.compile(r"(?:\w+\.)*(?:RankGone|ForwarderLost)\b")
+_ERROR_STACK = ", error stack:"
+_STACK_ENTRY = re.compile(r"(\w+)\(\d+\)\.*: ?(.*)")  # "MPIR_Wait(745)......: message"
+_CALL = re.compile(r"(\w+)\((.*)\) failed")  # "MPI_Test(request=0x7f.., status=0x1) failed"
+_POINTER_ARG = re.compile(r"\w+=(?:0x[0-9a-fA-F]+|\(nil\))")
 _LOST_PID = re.compile(r"process_vm_(?:readv|writev)\(pid=(\d+)")
 _TRACEBACK = "Traceback (most recent call last):"
 # UCX log lines start "[1795263317.010223] [vm:3367 :0]": host, pid, thread of the process.
@@ -65,14 +82,21 @@ class Evidence:
     banner_exit: int | None = None
     banner_signal: int | None = None
     aborts: dict[int, int] = field(default_factory=dict)  # local rank -> MPI_Abort code
+    abort_texts: dict[int, str] = field(default_factory=dict)  # "Fatal error in ..."
     exceptions: dict[int | None, str] = field(default_factory=dict)  # rank -> "Error: text"
     exits: dict[int, str] = field(default_factory=dict)  # local rank -> "sys.exit(3)"
-    lost_forwarder: set[int | None] = field(default_factory=set)  # ranks that lost it
+    # rank -> index of the forwarder it lost
+    lost_forwarder: dict[int | None, int] = field(default_factory=dict)
+    # MPICH "error stack" entries after a rank's exception ("raised", rank) or abort line
+    # ("abort", rank): (function, message)
+    stacks: dict[tuple[str, int | None], list[tuple[str, str]]] = field(default_factory=dict)
     lost_pids: list[int] = field(default_factory=list)  # pids UCX could no longer reach
     # pid -> local rank, from UCX log lines a rank printed (it may die before its pid file)
     rank_pids: dict[int, int] = field(default_factory=dict)
     # (stream, rank) inside a traceback: stdout lines of that rank may come in between.
     _in_traceback: set[tuple[str, int | None]] = field(default_factory=set)
+    # (stream, rank) after "..., error stack:" -> the key in `stacks` its entries go to
+    _in_stack: dict[tuple[str, int | None], tuple[str, int | None]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def feed(self, rank: int | None, text: str, stream: str = "stderr") -> None:
@@ -80,7 +104,23 @@ class Evidence:
         with self._lock:
             self._feed(rank, text, stream)
 
+    def exception(self, rank: int | None) -> str | None:
+        """What `rank` raised ("Error: text"), an MPICH error stack summed up in one line."""
+        text = self.exceptions.get(rank)
+        return None if text is None else _with_stack(text, self.stacks.get(("raised", rank), ()))
+
+    def abort_text(self, rank: int) -> str | None:
+        """The message of `rank`'s abort line, if it has one beyond MPI_Abort's own."""
+        text = self.abort_texts.get(rank)
+        return None if text is None else _with_stack(text, self.stacks.get(("abort", rank), ()))
+
     def _feed(self, rank: int | None, text: str, stream: str) -> None:
+        if (stream, rank) in self._in_stack:
+            if m := _STACK_ENTRY.fullmatch(text):
+                owner = self._in_stack[(stream, rank)]
+                self.stacks.setdefault(owner, []).append((m[1], m[2].strip()))
+                return
+            del self._in_stack[(stream, rank)]
         if rank is None and text.startswith("="):
             if m := _BANNER_PID.match(text):
                 # Hydra prints one banner per job; keep the first (the first process to fail).
@@ -97,8 +137,11 @@ class Evidence:
         if m := _ABORT.search(text):
             # "rank k in comm 0" is the rank in MPI_COMM_WORLD; otherwise trust the label.
             local = int(m[2]) if m[3] == "0" else rank
-            if local is not None:
-                self.aborts.setdefault(local, int(m[1]))
+            if local is not None and local not in self.aborts:
+                self.aborts[local] = int(m[1])
+                if m[4] and not m[4].startswith("application called MPI_Abort"):
+                    self.abort_texts[local] = m[4]
+                    self._expect_stack(stream, rank, ("abort", local), m[4])
             return
         if m := _SYS_EXIT.search(text):
             self.exits.setdefault(int(m[1]) if rank is None else rank, m[2])
@@ -107,14 +150,23 @@ class Evidence:
             self.rank_pids.setdefault(int(m[1]), rank)
         if m := _LOST_PID.search(text):
             self.lost_pids.append(int(m[1]))
-        if _LOST_FORWARDER in text:
-            self.lost_forwarder.add(rank)
+        if m := _LOST_FORWARDER.search(text):
+            self.lost_forwarder.setdefault(rank, int(m[1] or 0))
         if text == _TRACEBACK:
             self._in_traceback.add((stream, rank))
         elif (stream, rank) in self._in_traceback and text and not text.startswith(" "):
             # The first unindented line after the frames is "ExceptionType: message".
             self._in_traceback.discard((stream, rank))
             self.exceptions[rank] = text
+            self._expect_stack(stream, rank, ("raised", rank), text)
+
+    def _expect_stack(
+        self, stream: str, label: int | None, key: tuple[str, int | None], text: str
+    ) -> None:
+        """After `text`, lines labelled `label` may be an MPICH error stack, kept as `key`."""
+        self.stacks.pop(key, None)
+        if text.endswith(_ERROR_STACK):
+            self._in_stack[(stream, label)] = key
 
 
 @dataclass(frozen=True)
@@ -144,6 +196,8 @@ class Finding:
     what: str  # "was killed by signal 9 (SIGKILL)"
     directness: int
     short: str  # for the recap: "rank 2 (high:0) was killed by signal 9"
+    status: int = 1  # mmpi-run's exit status if this is the cause
+    rank: tuple[str, int] | None = None  # (cluster, local rank) when a rank is named
 
     @property
     def sentence(self) -> str:
@@ -155,61 +209,131 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class RankEnd:
+    """A rank that failed besides the cause, in its own words."""
+
+    vrank: int
+    cluster: str
+    local: int
+    what: str  # "raised mmpi.errors.RankGone: Barrier on rank 0: ..."
+    consequence: bool  # it says another process failed first
+
+    @property
+    def who(self) -> str:
+        """The rank as the report names it: "rank 2 (high:0)"."""
+        return f"rank {self.vrank} ({self.cluster}:{self.local})"
+
+    @property
+    def gist(self) -> str:
+        """`what` without the message: "raised RankGone"."""
+        if self.what.startswith("raised "):
+            kind = self.what[len("raised ") :].split(":", 1)[0]
+            return f"raised {kind.rsplit('.', 1)[-1]}"
+        return self.what
+
+
+@dataclass(frozen=True)
 class Report:
-    """The cause first, then the consequences; the exit status is the cause's."""
+    """The cause first, then the other failed jobs, then the other ranks that failed."""
 
     cause: Finding
     consequences: tuple[Finding, ...]
+    others: tuple[RankEnd, ...] = ()
 
     @property
     def lines(self) -> list[str]:
         """Lines for mmpi-run to print, in order."""
-        return [self.cause.sentence, *(f"then {f.sentence}" for f in self.consequences)]
+        lines = [self.cause.sentence]
+        lines += [f"then {f.sentence}" for f in self.consequences if f.rank is None]
+        if self.others:
+            lines.append(self.others_line)
+        return lines
+
+    @property
+    def others_line(self) -> str:
+        """One line for every other rank that failed: the first in full, the rest in short."""
+        first, rest = self.others[0], self.others[1:]
+        n = len(self.others)
+        why = "as a consequence" if all(r.consequence for r in self.others) else "too"
+        other = " other" if self.cause.rank is not None else ""
+        line = f"{n}{other} rank{'s' if n > 1 else ''} failed {why}: {first.who} {first.what}"
+        gists: dict[str, list[str]] = {}
+        for r in rest:
+            gists.setdefault(r.gist, []).append(r.who)
+        for gist, who in gists.items():
+            line += f"; {', '.join(who)} {gist}"
+        return line
 
     @property
     def status(self) -> int:
         """mmpi-run's exit status."""
-        return self.cause.end.status
+        return self.cause.status
 
     @property
     def headline(self) -> str:
         """The cause in a few words."""
         return self.cause.short
 
+    @property
+    def cause_rank(self) -> tuple[str, int] | None:
+        """(cluster, local rank) of the cause, when it is a rank."""
+        return self.cause.rank
 
-def diagnose(ends: Sequence[JobEnd], pids: Pids = NO_PIDS) -> Report:
-    """Explain the failed jobs `ends` (at least one) and pick the cause."""
+
+def diagnose(
+    ends: Sequence[JobEnd],
+    pids: Pids = NO_PIDS,
+    *,
+    stopped: Sequence[JobEnd] = (),
+    forwarder_states: Mapping[int, str | None] | None = None,
+) -> Report:
+    """Explain the failed jobs `ends` (at least one) and pick the cause.
+
+    `stopped` are the jobs still running when the failure was seen (their ranks may have
+    failed too). `forwarder_states` maps a forwarder's index to its process state letter
+    (None: gone), for the forwarders the ranks say they lost.
+    """
     if not ends:
         raise ValueError("diagnose: no failed job")
     findings = [_explain(end, pids) for end in ends]
+    findings += _lost_forwarders(ends, stopped, pids, forwarder_states or {})
     ranked = sorted(
         findings,
         key=lambda f: (f.directness, f.end.order, f.end.role != CLUSTER),
     )
-    return Report(ranked[0], tuple(ranked[1:]))
+    cause = ranked[0]
+    return Report(cause, tuple(ranked[1:]), _other_ranks([*ends, *stopped], ranked, pids))
 
 
 def _explain(end: JobEnd, pids: Pids) -> Finding:
     ev = end.evidence
     if ev is None:
-        return Finding(end, end.job, end.how, UNKNOWN, f"{end.job} {end.how}")
+        return Finding(end, end.job, end.how, UNKNOWN, f"{end.job} {end.how}", end.status)
     if end.role == CLUSTER:
         return _explain_cluster(end, ev, pids)
     return _explain_forwarder(end, ev, pids)
 
 
+def _vrank(end: JobEnd, local: int, pids: Pids) -> int:
+    known = pids.ranks.get((end.name, local))
+    return known[1] if known else end.first_vrank + local
+
+
 def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
     c = end.name
 
-    def rank(local: int, pid: int | None = None) -> tuple[str, str]:
+    def rank(local: int, pid: int | None = None) -> tuple[str, str, int]:
         known = pids.ranks.get((c, local))
-        vrank = known[1] if known else end.first_vrank + local
+        vrank = _vrank(end, local, pids)
         pid = pid if pid is not None else (known[0] if known else None)
         short = f"rank {vrank} ({c}:{local})"
-        return (f"rank {vrank} ({c}:{local}, pid {pid})" if pid else short), short
+        return (f"rank {vrank} ({c}:{local}, pid {pid})" if pid else short), short, local
 
-    def finding(who: tuple[str, str], what: str, directness: int) -> Finding:
-        return Finding(end, who[0], what, directness, f"{who[1]} {what}")
+    def finding(
+        who: tuple[str, str, int | None], what: str, directness: int, status: int = end.status
+    ) -> Finding:
+        at = None if who[2] is None else (c, who[2])
+        return Finding(end, who[0], what, directness, f"{who[1]} {what}", status, at)
 
     # A rank that reported losing the forwarder is a consequence, whatever it did next.
     lost = ev.lost_forwarder
@@ -217,54 +341,81 @@ def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
     if ev.banner_pid is not None:
         owner = pids.rank_of(ev.banner_pid, c)
         local: int | None = owner[1] if owner else ev.rank_pids.get(ev.banner_pid)
+        status = end.status
         if local is not None:
             who = rank(local, ev.banner_pid)
+        elif ev.banner_signal is None and (said := _first_words(ev)):
+            # A rank that failed before joining the bridge has no pid file: its own words.
+            local, what = said
+            return finding(rank(local), what, _directness(ev, local))
         else:
-            who = (f"a rank of {end.job} (pid {ev.banner_pid} on {ev.banner_host})",) * 2
+            pid = f"pid {ev.banner_pid} on {ev.banner_host}"
+            who = (f"a rank of {end.job} ({pid})", f"a rank of {end.job} ({pid})", None)
         if ev.banner_signal is not None:
             what = f"was killed by {_signal_name(ev.banner_signal)}"
             directness = DIRECT if ev.banner_signal in _SENT_SIGNALS else CRASH
+            status = _status.killed(ev.banner_signal)
         else:
             what = f"exited with status {ev.banner_exit}"
             directness = DIRECT
         if local in lost or (local is None and lost):
             directness = CONSEQUENCE
             what += " after losing the forwarder"
-        return finding(who, what, directness)
-    # 2. MPI_Abort, called by mmpi's except hook (uncaught exception) or exit hook.
-    for local, code in sorted(ev.aborts.items()):
-        if local in ev.exits:
-            what = f"called {ev.exits[local]}"
-        elif local in ev.exceptions:
-            what = f"raised {ev.exceptions[local]}"
-        else:
-            what = f"called MPI_Abort (code {code})"
-        directness = CONSEQUENCE if local in lost else DIRECT
-        return finding(rank(local), what, directness)
-    # 3. A traceback or an exit message without the abort line (Hydra may have lost it).
-    for local, text in sorted(ev.exceptions.items(), key=lambda kv: (kv[0] is None, kv[0])):
-        if local is not None:
-            directness = CONSEQUENCE if local in lost else DIRECT
-            return finding(rank(local), f"raised {text}", directness)
-    for local, call in sorted(ev.exits.items()):
-        return finding(rank(local), f"called {call}", DIRECT)
+        return finding(who, what, directness, status)
+    # 2.-3. MPI_Abort (mmpi's except or exit hook), a traceback, an exit message.
+    if said := _first_words(ev):
+        local, what = said
+        return finding(rank(local), what, _directness(ev, local))
     directness = CONSEQUENCE if lost else UNKNOWN
-    return Finding(end, end.job, end.how, directness, f"{end.job} {end.how}")
+    return Finding(end, end.job, end.how, directness, f"{end.job} {end.how}", end.status)
+
+
+def _first_words(ev: Evidence) -> tuple[int, str] | None:
+    """The first rank (lowest local rank) that said why it failed, and what it said."""
+    said = _rank_words(ev)
+    return min(said.items()) if said else None
+
+
+def _rank_words(ev: Evidence) -> dict[int, str]:
+    """What each rank of the job said about its end: "raised ...", "called sys.exit(3)"."""
+    said: dict[int, str] = {}
+    for local in sorted({*ev.aborts, *ev.exits, *(r for r in ev.exceptions if r is not None)}):
+        if local in ev.exits:
+            said[local] = f"called {ev.exits[local]}"
+        elif (text := ev.exception(local)) is not None:
+            said[local] = f"raised {text}"
+        elif (text := ev.abort_text(local)) is not None:
+            said[local] = f"aborted: {text}"
+        else:
+            said[local] = f"called MPI_Abort (code {ev.aborts[local]})"
+    return said
+
+
+def _directness(ev: Evidence, local: int) -> int:
+    if local in ev.lost_forwarder:
+        return CONSEQUENCE
+    text = ev.exceptions.get(local, "")
+    return CONSEQUENCE if _CONSEQUENCE_ERRORS.match(text) else DIRECT
 
 
 def _explain_forwarder(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
     who = end.job
     if ev.banner_pid is not None:
         who = f"{end.job} (pid {ev.banner_pid})"
+    status = _status.NOT_BRIDGED
     if ev.banner_signal == signal.SIGABRT:
         what = f"aborted (SIGABRT, exit status {end.status})"
         directness = CRASH
+        status = _status.killed(ev.banner_signal)
     elif ev.banner_signal is not None:
         what = f"was killed by {_signal_name(ev.banner_signal, end.status)}"
         directness = DIRECT if ev.banner_signal in _SENT_SIGNALS else CRASH
+        status = _status.killed(ev.banner_signal)
     else:
         what = end.how
         directness = UNKNOWN
+        if end.status >= 128:  # mpiexec itself was killed: the runner made it 128 + N
+            status = end.status
     for pid in ev.lost_pids:
         owner = pids.rank_of(pid)
         if owner is not None:
@@ -274,7 +425,85 @@ def _explain_forwarder(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
             what += f" after losing contact with process {pid}"
         directness = CONSEQUENCE
         break
-    return Finding(end, who, what, directness, f"{end.job} {what}")
+    return Finding(end, who, what, directness, f"{end.job} {what}", status)
+
+
+def _lost_forwarders(
+    ends: Sequence[JobEnd],
+    stopped: Sequence[JobEnd],
+    pids: Pids,
+    states: Mapping[int, str | None],
+) -> list[Finding]:
+    """The forwarders ranks say they lost that did not fail by themselves: why they are silent."""
+    failed = {end.name for end in ends if end.role == FORWARDER}
+    lost: dict[int, int] = {}  # forwarder index -> order of the first job that lost it
+    for end in ends:
+        if end.evidence is not None:
+            for index in end.evidence.lost_forwarder.values():
+                lost.setdefault(index, end.order)
+    for end in stopped:
+        if end.evidence is not None:
+            for index in end.evidence.lost_forwarder.values():
+                lost.setdefault(index, len(ends))
+    findings = []
+    for index, order in sorted(lost.items()):
+        name = f"fwd{index}"
+        pid = pids.forwarders.get(index)
+        if name in failed or pid is None or index not in states:
+            continue
+        state = states[index]
+        if state in ("T", "t"):
+            what, directness = "is stopped (SIGSTOP): it stopped answering", DIRECT
+        elif state is None:
+            what, directness = "is gone: it stopped answering", CRASH
+        else:
+            what = "is still running but stopped answering (wedged)"
+            directness = CRASH
+        end = JobEnd(name, FORWARDER, _status.NOT_BRIDGED, what, None, 0, order)
+        who = f"{end.job} (pid {pid})"
+        findings.append(Finding(end, who, what, directness, f"{end.job} {what}", end.status))
+    return findings
+
+
+def _other_ranks(ends: Sequence[JobEnd], ranked: list[Finding], pids: Pids) -> tuple[RankEnd, ...]:
+    """Every rank besides the cause that failed, by what it said or what its job's banner did."""
+    cause = ranked[0].rank
+    found: dict[tuple[str, int], RankEnd] = {}
+    for f in ranked[1:]:  # a rank named by a consequence's banner (killed, exited)
+        if f.rank is not None and f.rank != cause:
+            vrank = _vrank(f.end, f.rank[1], pids)
+            found[f.rank] = RankEnd(vrank, *f.rank, f.what, f.directness == CONSEQUENCE)
+    for end in ends:
+        if end.role != CLUSTER or end.evidence is None:
+            continue
+        for local, what in _rank_words(end.evidence).items():
+            key = (end.name, local)
+            if key != cause and key not in found:
+                consequence = _directness(end.evidence, local) == CONSEQUENCE
+                vrank = _vrank(end, local, pids)
+                found[key] = RankEnd(vrank, end.name, local, what, consequence)
+    return tuple(sorted(found.values(), key=lambda r: r.vrank))
+
+
+def _with_stack(text: str, stack: Sequence[tuple[str, str]]) -> str:
+    """`text` ("...: Other MPI error, error stack:") with the gist of its MPICH error stack.
+
+    The stack's first entry names the call that failed, its last non-empty one the error.
+    """
+    if not text.endswith(_ERROR_STACK):
+        return text
+    text = text.removesuffix(_ERROR_STACK)
+    messages = [message for _, message in stack if message]
+    call = next((m for m in messages if _CALL.fullmatch(m)), None)
+    parts = [text]
+    if call is not None:
+        name, args = _CALL.fullmatch(call).groups()  # type: ignore[union-attr]
+        # Addresses say nothing to the user; counts, datatypes and ops do.
+        kept = [a for a in args.split(", ") if not _POINTER_ARG.fullmatch(a)]
+        parts.append(f"{name}({', '.join(kept)}) failed")
+    if messages and messages[-1] != call:
+        parts.append(messages[-1])
+    return ": ".join(parts)
 
 
 def _signal_name(signum: int, status: int | None = None) -> str:
@@ -288,4 +517,4 @@ def _signal_name(signum: int, status: int | None = None) -> str:
     return f"signal {signum}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-__all__ = ["Evidence", "JobEnd", "Report", "diagnose"]
+__all__ = ["Evidence", "JobEnd", "RankEnd", "Report", "diagnose"]

@@ -36,6 +36,7 @@ from mmpi.wire import rendezvous as R
 from mmpi.wire import watch as W
 
 from ._diagnose import CRASH, Report
+from .plan import Plan
 
 SOCKET_NAME = "watch.sock"
 PROOF_TIMEOUT = 10.0  # seconds a connection has to prove it is a rank of the job
@@ -246,8 +247,26 @@ class RankWatch:
         del self._conns[conn.sock]
 
 
-def explain(departures: list[Departure], report: Report | None) -> tuple[list[str], int, str]:
-    """The failure report's (lines, exit status, headline), given what the watch saw.
+def start_for(plan: Plan, rendezvous: Path) -> RankWatch | None:
+    """Start the rank watch of `plan`'s job; None without a job secret to prove against."""
+    if not (rendezvous / R.SECRET_FILE).is_file():
+        return None
+    clusters = {c.name: (c.first_vrank, c.ranks) for c in plan.clusters}
+    remote = any(p.host != "localhost" for layout in plan.layouts for p in layout.places)
+    watch = RankWatch(rendezvous, clusters, remote=remote)
+    try:
+        watch.start()
+    except OSError:
+        watch.close()
+        raise
+    return watch
+
+
+def explain(departures: list[Departure], report: Report,
+            shown: tuple[str, int | None]) -> tuple[list[str], int, str, tuple[str, int | None]]:
+    """The failure report (lines, exit status, headline, whose output to show), and the watch.
+
+    `shown` is the report's own choice of whose held-back output to show.
 
     What Hydra and the ranks said wins when it names a direct cause or a crash (a signal, an
     exception, sys.exit): it says more than "left". Except a signal that killed a rank the
@@ -255,21 +274,21 @@ def explain(departures: list[Departure], report: Report | None) -> tuple[list[st
     cluster-mates and its banner names one of them ("rank 0 was killed by signal 9").
     Otherwise the first departure is the cause, and the rest follow it.
     """
-    if report is not None:
-        cause = report.cause
-        if not departures:
-            return report.lines, report.status, report.headline
-        first = departures[0]
-        killed_later = (cause.what.startswith("was killed by") and not first.named_in(cause.who)
-                        and any(d.named_in(cause.who) for d in departures[1:]))
-        if cause.directness <= CRASH and not killed_later:
-            return report.lines, report.status, report.headline
-    first, *others = departures
+    as_is = report.lines, report.status, report.headline, shown
+    if not departures:
+        return as_is
+    cause = report.cause
+    first = departures[0]
+    killed_later = (cause.what.startswith("was killed by") and not first.named_in(cause.who)
+                    and any(d.named_in(cause.who) for d in departures[1:]))
+    if cause.directness <= CRASH and not killed_later:
+        return as_is
     lines = [first.sentence]
-    if others:  # mostly cluster-mates Hydra killed because of the first
-        names = [f"rank {d.vrank} ({d.cluster}:{d.local})" for d in others]
+    if len(departures) > 1:  # mostly cluster-mates Hydra killed because of the first
+        names = [f"rank {d.vrank} ({d.cluster}:{d.local})" for d in departures[1:]]
         more = f" and {len(names) - 4} more" if len(names) > 4 else ""
         lines.append(f"then {', '.join(names[:4])}{more} left too")
-    if report is not None:
-        lines += [f"then {line.removeprefix('then ')}" for line in report.lines]
-    return lines, 1, first.short
+    # The report's own lines, but not the departure again (the runner's failure for it).
+    lines += [f"then {line.removeprefix('then ')}" for line in report.lines
+              if first.sentence not in line]
+    return lines, 1, first.short, (first.cluster, first.local)

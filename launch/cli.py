@@ -1,12 +1,13 @@
 """mmpi-run: run one MPI program across the low and high clusters, bridged by forwarders.
 
-Exit status: the program's (the first failing job's) status, 0 on success; 1 for a bad job
-description or a job that cannot start; 2 for bad usage; 130 on Ctrl-C; 3 for a bug in mmpi-run.
+Exit statuses are listed in _status.py (and by ``mmpi-run --help``): the program's own, 128 + N
+for death by signal N, and a few of mmpi-run's own.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import traceback
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from mmpi.errors import MMPIError
 from mmpi.wire import rendezvous as _rendezvous
 
+from . import _status, hygiene
 from . import config as _config
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
@@ -26,12 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] "
-        "[--placement block|paired] [--forwarder-cpus LIST] [--dry-run] [--] command ...",
-        description="Run one MPI program across two clusters whose networks are joined only "
-        "by forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec "
-        "job per cluster, and stops them all when one fails.",
-        epilog="Without -c, everything runs on this machine: 2 low ranks, 2 high ranks and "
-        "1 forwarder. The YAML schema is described in launch/config.py.",
+        "[--placement block|paired] [--forwarder-cpus LIST] [--no-mpi4py-hook] [--verbose] "
+        "[--log FILE] [--dry-run] [--] command ...",
+        description="Run one MPI program across two clusters whose networks are joined only by\n"
+        "forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec job\n"
+        "per cluster, and stops them all when one fails.",
+        epilog="Without -c, everything runs on this machine: 2 low ranks, 2 high ranks and 1\n"
+        "forwarder. The YAML schema is described in launch/config.py.\n\n" + _status.HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-c", "--config", metavar="job.yaml", help="job description (YAML)")
     parser.add_argument("--low", type=int, metavar="N", help="number of ranks in cluster low")
@@ -47,6 +51,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--forwarder-cpus", type=_cpu_list, metavar="LIST",
         help="bind the forwarders of the (single) zipper node to these CPUs, e.g. 1 or 2,3",
+    )
+    parser.add_argument(
+        "--no-mpi4py-hook", dest="mpi4py_hook", action="store_false", default=None,
+        help="leave `from mpi4py import MPI` alone in the ranks: only `from mmpi import MPI` "
+        "gives the bridged world, and a rank that imports mpi4py's MPI directly fails at once",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="show all output of every rank, also the tracebacks of ranks that failed as a "
+        "consequence of the first failure (by default only the first cause is shown)",
+    )
+    parser.add_argument(
+        "--log", metavar="FILE",
+        help="write all output of every rank and forwarder to FILE (by default it is kept only "
+        "when the job fails, as mmpi-run.<time>.log in the current directory)",
     )
     parser.add_argument(
         "--dry-run",
@@ -73,27 +92,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse already reported
-        return exc.code if isinstance(exc.code, int) else 2
+        return exc.code if isinstance(exc.code, int) else _status.USAGE
     command = list(args.command)
     if command[:1] == ["--"]:  # REMAINDER keeps the separator
         command = command[1:]
     if not command:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: no command given: what should run on the ranks?", file=sys.stderr)
-        return 2
+        return _status.USAGE
     # The one place where exceptions become exit statuses.
     try:
         return _main(args, command)
     except MMPIError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
+        return _status.ERROR
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return _status.INTERRUPTED
     except Exception:
         traceback.print_exc()
         print(f"{PROG}: internal error (a bug in mmpi-run), see above", file=sys.stderr)
-        return 3
+        return _status.INTERNAL
 
 
 def _main(args: argparse.Namespace, command: list[str]) -> int:
@@ -101,14 +120,20 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
     config = _config.with_overrides(
         config, low=args.low, high=args.high, forwarders=args.forwarders,
         placement=args.placement, forwarder_cpus=args.forwarder_cpus,
+        mpi4py_hook=args.mpi4py_hook,
     )
     if args.dry_run:
         sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER).describe())
         return 0
+    # Directories of earlier runs whose mmpi-run and watchdog were both killed.
+    hygiene.sweep_stale()
     rendezvous = _rendezvous.make_dir()
     try:
+        hygiene.claim(rendezvous)
         plan = make_plan(config, command, str(rendezvous))
-        return run(plan, rendezvous=rendezvous)
+        return run(
+            plan, rendezvous=rendezvous, log=args.log, log_dir=os.getcwd(), verbose=args.verbose
+        )
     finally:
         # run() removes it too, but not when make_plan failed first.
         shutil.rmtree(rendezvous, ignore_errors=True)

@@ -31,6 +31,9 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     env: {}                      # extra environment for every job
     timeouts:
       connect: 60                # seconds a cluster or forwarder waits for the others at start-up
+    mpi4py_hook: true            # `from mpi4py import MPI` gives the bridged world in the ranks;
+                                 # false: only `from mmpi import MPI` does, and a rank that
+                                 # imports mpi4py's MPI directly fails at once
 
 A host entry is a name (``node1``), a name with slots (``node1:4``) or a mapping
 ``{name: node2, slots: 4, sockets: 2, cores_per_socket: 8}``. A host named more than once gets
@@ -159,6 +162,7 @@ class Config:
     env: Mapping[str, str] = field(default_factory=_empty_env)
     timeouts: Timeouts = Timeouts()
     transport: str | None = None
+    mpi4py_hook: bool = True  # `import mpi4py.MPI` gives the bridged namespace in the ranks
     source: str | None = None  # where it was read from, for messages
 
     @property
@@ -225,7 +229,7 @@ def parse(
     """
     if data is None:
         raise ConfigError(ROOT, "expected a mapping, got an empty document")
-    keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts"}
+    keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts", "mpi4py_hook"}
     top = _mapping(data, ROOT, keys, {"clusters"})
     clusters = _mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
     environ = os.environ if environ is None else environ
@@ -242,6 +246,7 @@ def parse(
         env=_env(top.get("env", {}), "env"),
         timeouts=_timeouts(top.get("timeouts", {}), "timeouts"),
         transport=transport,
+        mpi4py_hook=_bool(top.get("mpi4py_hook", True), "mpi4py_hook"),
         source=source,
     )
 
@@ -254,12 +259,16 @@ def with_overrides(
     forwarders: int | None = None,
     placement: str | None = None,
     forwarder_cpus: Sequence[int] | None = None,
+    mpi4py_hook: bool | None = None,
 ) -> Config:
     """Apply command-line overrides, validated by the file's own checks.
 
-    ``--low``, ``--high``, ``--forwarders``, ``--placement`` (both clusters) and
-    ``--forwarder-cpus`` (the single zipper node's ``cpus``).
+    ``--low``, ``--high``, ``--forwarders``, ``--placement`` (both clusters),
+    ``--forwarder-cpus`` (the single zipper node's ``cpus``) and ``--no-mpi4py-hook``.
     """
+    if mpi4py_hook is not None:
+        hook = _bool(mpi4py_hook, "mpi4py_hook (from --no-mpi4py-hook)")
+        config = dataclasses.replace(config, mpi4py_hook=hook)
     if low is not None:
         ranks = _positive_int(low, "clusters.low.ranks (from --low)")
         config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=ranks))

@@ -1,6 +1,6 @@
 """Process hygiene for whoever starts MPI jobs: mmpi-run, mmpi-bench and the tests.
 
-Three things an MPI job can leave behind, and how to avoid them:
+Four things an MPI job can leave behind, and how to avoid them:
 
 - *Jobs outliving their starter.* `die_with_parent` makes the kernel SIGTERM a child when the
   process that started it dies, even by SIGKILL (Linux).
@@ -12,9 +12,17 @@ Three things an MPI job can leave behind, and how to avoid them:
   pid file in the job's rendezvous directory (``rank.<cluster>.<local>.pid`` holding
   ``"<pid> <vrank>"``, ``forwarder.<i>.pid`` holding ``"<pid>"``). `read_pids` reads them;
   `kill_job` signals those processes, but only while they still belong to that job.
+- *A rendezvous directory (with the job's secret) and shm segments after a SIGKILLed starter.*
+  `start_watchdog` starts a small process that outlives us only to clean up: when our end
+  of its pipe closes without a word (we died), it kills what is left of the job, removes the
+  directory and the shm files that appeared since we started. `claim` records the owner of a
+  rendezvous directory; `sweep_stale` removes those of owners that are gone (should a
+  watchdog have died too).
 
 Rule: only what we started, or what names our own rendezvous directory, is ever signalled or
 removed; nothing is matched by name or pattern across the machine.
+This file imports nothing but the standard library: the watchdog runs it as a script
+(``python -I -S hygiene.py --watch DIR``), which starts in a few tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -24,8 +32,11 @@ import ctypes
 import glob
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +47,9 @@ SHM_GLOB = "/dev/shm/mpich_shm_*"
 HWLOC_GLOB = "/tmp/hydra_hwloc_xmlfile_*"
 SHM_SETTLE = 1.0  # seconds SIGKILLed ranks may take to unmap their segments
 ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # set in every rank's and forwarder's environment
+OWNER_FILE = "owner"  # mmpi.wire.rendezvous.OWNER_FILE: "<pid> <start time>" of the starter
+RENDEZVOUS_PREFIX = "mmpi-"  # mmpi.wire.rendezvous.make_dir's directories
+JOB_GONE_WAIT = 3.0  # seconds the watchdog waits for the job's killed processes to vanish
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _RANK_FILE = re.compile(r"rank\.(\w+)\.(\d+)\.pid\Z")
@@ -209,19 +223,184 @@ def kill_job(rendezvous: str | os.PathLike[str], signum: int = signal.SIGKILL) -
     return hit
 
 
+def process_state(pid: int) -> str | None:
+    """The state letter of `pid` in /proc (``R``, ``S``, ``T`` stopped...); None if it is gone.
+
+    A zombie (``Z``) counts as gone: it has exited, its parent has not reaped it yet.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return None if state in ("Z", "X") else state
+
+
+def _start_time(pid: int) -> str | None:
+    """When `pid` started (clock ticks since boot): tells a process from a reuse of its pid."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def job_processes(rendezvous: str | os.PathLike[str]) -> list[int]:
+    """Every live process (ours to see) whose environment names this rendezvous directory.
+
+    That is each mpiexec, Hydra proxy, rank and forwarder of the job, pid file or not.
+    """
+    me = os.getpid()
+    found = []
+    for entry in glob.glob("/proc/[0-9]*"):
+        pid = int(entry[6:])
+        if pid != me and in_job(pid, rendezvous) and process_state(pid) is not None:
+            found.append(pid)
+    return found
+
+
+# -- after a starter that died: the watchdog and the sweep ---------------------------------------
+def claim(rendezvous: str | os.PathLike[str]) -> None:
+    """Record this process as the owner of the rendezvous directory (for `sweep_stale`)."""
+    path = Path(rendezvous) / OWNER_FILE
+    tmp = path.with_name(f".{OWNER_FILE}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()} {_start_time(os.getpid())}")
+    os.replace(tmp, path)
+
+
+def owner_alive(rendezvous: str | os.PathLike[str]) -> bool | None:
+    """Whether the process that claimed the directory still runs; None if nobody claimed it."""
+    try:
+        pid, started = (Path(rendezvous) / OWNER_FILE).read_text().split()
+    except (OSError, ValueError):
+        return None
+    return _start_time(int(pid)) == started and process_state(int(pid)) is not None
+
+
+def clean_up_job(rendezvous: str | os.PathLike[str], before: set[str] | None = None) -> None:
+    """Kill what is left of a job whose starter died, remove its directory and leftovers.
+
+    `before`: the shm and hwloc files present before the job started (None: leave them).
+    """
+    pids = job_processes(rendezvous)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + JOB_GONE_WAIT
+    while any(process_state(p) is not None for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(rendezvous, ignore_errors=True)
+    if before is not None:
+        remove_new_shm(before)
+        remove_new_hwloc(before)
+
+
+def sweep_stale(parent: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Clean up the rendezvous directories in `parent` whose owner is gone; return them.
+
+    Directories that nobody claimed (older versions, tests' own) and other users' are left
+    alone. `parent` defaults to the temporary directory, where `make_dir` creates them.
+    """
+    swept = []
+    uid = os.getuid()
+    for path in Path(parent or tempfile.gettempdir()).glob(f"{RENDEZVOUS_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or not path.is_dir() or path.stat().st_uid != uid:
+                continue
+            if owner_alive(path) is False:
+                clean_up_job(path)
+                swept.append(path)
+    return swept
+
+
+@dataclass
+class Watchdog:
+    """The helper process of `start_watchdog`; `release()` it when we end cleanly."""
+
+    proc: subprocess.Popen[bytes]
+
+    def release(self) -> None:
+        """Tell the watchdog we cleaned up ourselves, and let it go."""
+        with contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(b"done\n")
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+def start_watchdog(rendezvous: str | os.PathLike[str], before: set[str]) -> Watchdog | None:
+    """Start a process that cleans up after the job if we die without releasing it.
+
+    `before` are the shm and hwloc files present before the job (`shm_files() |
+    hwloc_files()`). The watchdog waits on a pipe only we hold (no polling): end of file
+    without "done" means we died, however. It runs in a session of its own, so a Ctrl-C in
+    the terminal does not reach it; None if it cannot be started.
+    """
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch",
+             os.fspath(rendezvous)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError:
+        return None
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write("".join(f"{p}\n" for p in sorted(before)).encode() + b"\n")
+        proc.stdin.flush()
+    except OSError:
+        proc.kill()
+        proc.wait()
+        return None
+    return Watchdog(proc)
+
+
+def _watchdog_main(rendezvous: str) -> int:
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    before = set()
+    pipe = sys.stdin.buffer
+    for line in iter(pipe.readline, b""):
+        if line == b"\n":
+            break
+        before.add(os.fsdecode(line.rstrip(b"\n")))
+    if pipe.read().startswith(b"done"):
+        return 0
+    clean_up_job(rendezvous, before)
+    return 0
+
+
 __all__ = [
     "ENV_RENDEZVOUS",
     "HWLOC_GLOB",
     "NO_PIDS",
-    "SHM_GLOB",
+    "OWNER_FILE",
     "Pids",
+    "SHM_GLOB",
+    "Watchdog",
+    "claim",
+    "clean_up_job",
     "die_with_parent",
     "hwloc_files",
     "in_job",
+    "job_processes",
     "kill_job",
+    "owner_alive",
     "paths_in_use",
+    "process_state",
     "read_pids",
     "remove_new_hwloc",
     "remove_new_shm",
     "shm_files",
+    "start_watchdog",
+    "sweep_stale",
 ]
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--watch"] and len(sys.argv) == 3:
+    raise SystemExit(_watchdog_main(sys.argv[2]))

@@ -14,8 +14,17 @@ The plan is the contract between mmpi-run, the forwarder and the ranks (mmpi/wir
       [WRAPPER...] mpiexec [args] -n N [-hosts h1:n1,h2:n2 [-rankmap i,j,...]]
               [-bind-to core -map-by socket] -prepend-pattern MARK COMMAND...
       env: MMPI_RENDEZVOUS=DIR MMPI_CLUSTER=c MMPI_CONNECT_TIMEOUT=T MMPI_FORWARDERS=F
+           MMPI_MPI4PY_HOOK=1|0 PYTHONPATH=<mmpi/_startup>[:<the user's PYTHONPATH>]
            MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT=ceil(T) [UCX_NET_DEVICES=<interface>]
            [UCX_TLS=self,tcp] + the job's env + the cluster's env
+      stdin: mmpi-run's own for the cluster that holds virtual rank 0 (Hydra hands it to its
+           rank 0, as a plain mpiexec does); /dev/null for every other job
+
+Unmodified mpi4py programs: the ``sitecustomize`` in ``mmpi/_startup`` (first on the ranks'
+PYTHONPATH, ahead of the user's own, which is kept: the cluster's ``env``, else the job's,
+else mmpi-run's environment) makes ``import mpi4py.MPI`` give the bridged namespace;
+``MMPI_MPI4PY_HOOK=0`` (``mpi4py_hook: false``, ``--no-mpi4py-hook``) makes such an import
+fail at once instead. The forwarders never get it: they use mpi4py's own MPI.
 
 The host flags come from _placement.py (``-hosts`` with the ranks placed on each host, left out
 when every host is ``localhost``; the binding flags for ``placement: paired``). A forwarder is
@@ -46,6 +55,7 @@ never travels to remote hosts.
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -71,6 +81,7 @@ LOCALHOST = "localhost"
 RENDEZVOUS_PLACEHOLDER = "<rendezvous-dir>"  # what --dry-run shows instead of a real directory
 CONNECT_TIMEOUT_CVAR = "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT"
 NET_DEVICES = "UCX_NET_DEVICES"
+PYTHONPATH = "PYTHONPATH"
 # MMPI_SKIP_MPI_FINALIZE: over UCX TCP, MPICH 5.0.2 segfaults in MPI_Finalize after
 # Connect/Accept in most runs; ranks then end after the bridge's own goodbye instead
 # (see mmpi/_bootstrap.py). Harmless for the forwarder, which ignores it.
@@ -87,6 +98,7 @@ class Launch:
     env: Mapping[str, str] = field(default_factory=dict)  # only what the plan adds to os.environ
     ranks: int = 1  # processes the job starts
     first_vrank: int = 0  # virtual rank of the job's local rank 0 (clusters)
+    stdin: bool = False  # gets mmpi-run's standard input (else /dev/null)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -106,6 +118,8 @@ class Launch:
             what = f"cluster, {self.ranks} ranks, virtual ranks {self.first_vrank}-{last}"
         else:
             what = FORWARDER
+        if self.stdin:
+            what += ", standard input"
         lines = [f"{self.name} ({what})", "  $ " + " ".join(_quote(a) for a in self.argv)]
         lines += [f"    {k}={_quote(v)}" for k, v in self.env.items()]
         return "\n".join(lines)
@@ -151,10 +165,12 @@ def make_plan(
     rendezvous: str,
     python: str = sys.executable,
     machine: Machine | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Plan:
     """Build the launches for `command` under `config`; `rendezvous` is the job directory.
 
-    `machine` describes ``localhost`` for placement (default: this machine, from /sys).
+    `machine` describes ``localhost`` for placement (default: this machine, from /sys);
+    `environ` is mmpi-run's environment, for the user's PYTHONPATH (default: os.environ).
     Raises ConfigError, naming the cluster, when the ranks do not fit on their hosts.
     """
     if not command:
@@ -185,6 +201,7 @@ def make_plan(
             launches.append(Launch(f"fwd{index}", FORWARDER, tuple(argv), env))
             index += 1
 
+    user_path = (os.environ if environ is None else environ).get(PYTHONPATH, "")
     first_vrank = 0
     for cluster, layout in zip(config.clusters, layouts, strict=True):
         env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)), **transport}
@@ -198,15 +215,27 @@ def make_plan(
                 rv.ENV_CLUSTER: cluster.name,
                 rv.ENV_CONNECT_TIMEOUT: timeout,
                 rv.ENV_FORWARDERS: str(config.forwarders),
+                rv.ENV_MPI4PY_HOOK: "1" if config.mpi4py_hook else "0",
+                PYTHONPATH: _prepend_path(rv.startup_dir(), env.get(PYTHONPATH, user_path)),
             }
         )
         argv = [
             *cluster.wrapper, *launcher, "-n", str(cluster.ranks), *layout.hydra_args,
             "-prepend-pattern", PREPEND_PATTERN, *command,
         ]  # fmt: skip
-        launches.append(Launch(cluster.name, CLUSTER, tuple(argv), env, cluster.ranks, first_vrank))
+        launches.append(
+            Launch(
+                cluster.name, CLUSTER, tuple(argv), env, cluster.ranks, first_vrank,
+                stdin=first_vrank == 0,
+            )
+        )  # fmt: skip
         first_vrank += cluster.ranks
     return Plan(tuple(launches), layouts)
+
+
+def _prepend_path(first: str, rest: str) -> str:
+    """The search path `first`, then `rest` (if any)."""
+    return first + os.pathsep + rest if rest else first
 
 
 def _seconds(value: float) -> str:

@@ -7,10 +7,15 @@ Rules:
 - Whatever happens, every group we started is sent SIGKILL before ``run`` returns, so no rank
   outlives mmpi-run on this machine (remote ranks are Hydra's to stop when mpiexec dies); if
   mmpi-run itself is SIGKILLed, the kernel sends each mpiexec SIGTERM (Linux PDEATHSIG).
-- Output is written one whole line at a time under one lock; lines never interleave.
+  If it is SIGKILLed, its watchdog (`hygiene.start_watchdog`) also kills what is left of the
+  job and removes the rendezvous directory and the job's shm segments.
+- Output is written one whole line at a time under one lock; lines never interleave. Every
+  line goes to the log; a failure's noise is held back from the screen (_console.py).
+- Only the job that holds virtual rank 0 gets our standard input (Hydra gives it to its rank 0).
 - The rendezvous directory is always removed; after a failure, MPICH shared-memory files that
   appeared during the run and are no longer in use are removed too.
-- Success is: every cluster job exits 0, then every forwarder exits 0.
+- Success is: every cluster job exits 0, then every forwarder exits 0. A cluster that exits 0
+  without any rank having joined the bridge ran as a separate world: that is a failure.
 - A rank that the rank watch (_watch.py) saw leave without finalizing is a failure too, even
   while its job still runs (`os._exit(0)`: Hydra waits for the other ranks).
 - After the first failure, the other jobs get FAILURE_GRACE seconds to fail by themselves
@@ -28,17 +33,18 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, NamedTuple
 
 from mmpi.errors import MMPIError
 
-from . import _diagnose, hygiene
+from . import _diagnose, _status, hygiene
 from . import _watch as rank_watch
+from ._console import Console, keep_log, open_log
 from ._diagnose import Evidence, JobEnd
 from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 
@@ -48,6 +54,7 @@ EARLY_EXIT_GRACE = 5.0  # a forwarder exiting 0 at the very end races with mpiex
 SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finished
 READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
 FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
+LOG_FILE = "output.log"  # in the rendezvous directory, unless the caller names a log
 
 _MARK = CHUNK_MARK.encode()
 _CHUNK_HEAD = re.compile(rb"\[(\d+)\] ")
@@ -65,30 +72,6 @@ class _Terminated(BaseException):
         self.signum = signum
 
 
-class _Output:
-    """Our stdout/stderr, shared by the reader threads: whole lines only, one at a time."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._broken: set[str] = set()
-
-    def write(self, stream: str, text: str) -> None:
-        with self._lock:
-            if stream in self._broken:
-                return
-            # Looked up on every call so that redirections (pytest's capsys) are honoured.
-            out = sys.stdout if stream == "stdout" else sys.stderr
-            try:
-                out.write(text)
-                out.flush()
-            except (OSError, ValueError):
-                # `mmpi-run ... | head` closed the pipe: keep draining the jobs, print nothing.
-                self._broken.add(stream)
-
-    def message(self, text: str) -> None:
-        self.write("stderr", f"mmpi-run: {text}\n")
-
-
 class _Line(NamedTuple):
     """One whole line of a job's output, before it is written."""
 
@@ -96,9 +79,6 @@ class _Line(NamedTuple):
     text: str  # without the newline
     maybe_mpiexec: bool  # not known to come from a rank: could be mpiexec's own message
     rank: int | None = None  # the local rank that printed it, when known
-
-    def __str__(self) -> str:
-        return f"{self.label}{self.text}\n"
 
 
 class _Labeller:
@@ -167,22 +147,11 @@ class _RankDemux:
         return _Line(f"[{self._cluster}:{rank} v{self._first_vrank + rank}] ", text, False, rank)
 
 
-# What Hydra prints about a job that mmpi-run itself is stopping: "BAD TERMINATION ... EXIT
-# CODE: 15 ... Terminated (signal 15)" on every job, which would bury the real failure. These
-# lines are dropped only from jobs we are stopping and only when no rank is known to own them.
-_STOPPING_NOISE = re.compile(
-    r"|=+|=   .*|YOUR APPLICATION TERMINATED WITH THE EXIT STRING: .*"
-    r"|This typically refers to a problem with your application\."
-    r"|Please see the FAQ page for debugging suggestions"
-)
-
-
 @dataclass
 class _Job:
     launch: Launch
     proc: subprocess.Popen[bytes]
     readers: list[threading.Thread] = field(default_factory=list)
-    stopping: threading.Event = field(default_factory=threading.Event)  # we are stopping it
     evidence: Evidence = field(default_factory=Evidence)  # how it ended, from its output
 
     @property
@@ -203,7 +172,6 @@ class _Failure:
     status: int
     job: _Job | None = None
     exited: bool = False  # the job ended by itself: its output tells how
-    departed: bool = False  # a rank left without finalizing (the rank watch saw it)
 
     def end(self, order: int) -> JobEnd:
         """Describe this failure for the diagnosis (only failures with a job have one)."""
@@ -219,15 +187,29 @@ def run(
     plan: Plan,
     *,
     rendezvous: str | os.PathLike[str],
+    log: str | os.PathLike[str] | None = None,
+    log_dir: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
     early_exit_grace: float = EARLY_EXIT_GRACE,
     shutdown_grace: float = SHUTDOWN_GRACE,
     term_grace: float = TERM_GRACE,
     failure_grace: float = FAILURE_GRACE,
 ) -> int:
-    """Run `plan` to completion; return 0, the failure's cause's status, 130 on Ctrl-C."""
-    output = _Output()
+    """Run `plan` to completion; return 0, the failure's cause's status, 130 on Ctrl-C.
+
+    Every line of every job is written to the file `log` as it comes; without one, to a file
+    in the rendezvous directory that is kept, if the run fails, as ``mmpi-run.<time>.log`` in
+    `log_dir` (not at all without a `log_dir`). `verbose` shows everything on the screen; by
+    default a failure's secondary noise is held back (see _console.py).
+    """
+    rendezvous = Path(rendezvous)
     shm_before = hygiene.shm_files()
     hwloc_before = hygiene.hwloc_files()
+    # Cleans up should we be SIGKILLed; started before the jobs, so it misses none of them.
+    watchdog = hygiene.start_watchdog(rendezvous, shm_before | hwloc_before)
+    log_path = Path(log) if log is not None else rendezvous / LOG_FILE
+    log_file = open_log(log_path)
+    output = Console(log_file, verbose=verbose)
     jobs: list[_Job] = []
     failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
@@ -244,51 +226,56 @@ def run(
                     # run is unsafe with a preexec_fn. The pipes buffer the first output.
                     for job in jobs:
                         _start_readers(job, output)
-                failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace, watch)
+                checks = [_separate_worlds(jobs, rendezvous)]
+                if watch is not None:
+                    checks.append(_departures(jobs, watch))
+                failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace, checks)
             status = 0
         except KeyboardInterrupt:
-            failures = [_Failure("interrupted", 130)]
+            failures = [_Failure("interrupted", _status.INTERRUPTED)]
             status = 0
         except _Terminated as exc:
-            failures = [_Failure(f"received {signal.Signals(exc.signum).name}", 128 + exc.signum)]
+            signame = signal.Signals(exc.signum).name
+            failures = [_Failure(f"received {signame}", _status.killed(exc.signum))]
             status = 0
         finally:
             with _signals_ignored():
                 # The pid files go with the rendezvous directory: read them first.
                 pids = hygiene.read_pids(rendezvous) if failures else hygiene.NO_PIDS
-                failed = _shut_down(jobs, failures, output, term_grace, pids, watch)
+                failed = _shut_down(jobs, failures, output, term_grace, pids, rendezvous, watch)
                 status = failed if failed is not None else status
                 if status != 0:
                     hygiene.remove_new_shm(shm_before)
                     hygiene.remove_new_hwloc(hwloc_before)
     finally:
+        if log_file is not None:
+            log_file.close()
+        if status != 0 and failures:  # a job that could not even start has nothing to log
+            kept = log_path if log is not None else keep_log(log_path, log_dir)
+            if kept is not None:
+                output.message(f"the output of every rank and forwarder is in {kept}")
         if watch is not None:
             watch.close()
         shutil.rmtree(rendezvous, ignore_errors=True)
+        if watchdog is not None:
+            watchdog.release()
     return status
 
 
-def _start_watch(plan: Plan, rendezvous: str | os.PathLike[str]) -> rank_watch.RankWatch | None:
-    """Start the rank watch of the job (none without a rendezvous directory to publish it)."""
-    if not os.path.isdir(rendezvous):
-        return None
-    clusters = {c.name: (c.first_vrank, c.ranks) for c in plan.clusters}
-    remote = any(p.host != "localhost" for layout in plan.layouts for p in layout.places)
-    watch = rank_watch.RankWatch(rendezvous, clusters, remote=remote)
+def _start_watch(plan: Plan, rendezvous: Path) -> rank_watch.RankWatch | None:
     try:
-        watch.start()
+        return rank_watch.start_for(plan, rendezvous)
     except OSError as exc:
-        watch.close()
         raise LaunchError(f"cannot start the rank watch: {exc}") from exc
-    return watch
 
 
 def _shut_down(
     jobs: list[_Job],
     failures: list[_Failure],
-    output: _Output,
+    output: Console,
     term_grace: float,
     pids: hygiene.Pids,
+    rendezvous: Path,
     watch: rank_watch.RankWatch | None = None,
 ) -> int | None:
     """Report the failures, stop what still runs, drain the output, recap; return the status."""
@@ -302,22 +289,47 @@ def _shut_down(
                     # Let a failed job's last words (a traceback, Hydra's banner) come first:
                     # they are also the evidence for the diagnosis.
                     failure.job.join_readers(0.5)
-            if failures[0].job is None and not failures[0].departed:  # interrupted
+            if failures[0].job is None:  # interrupted: nobody's fault
                 lines, status, headline = [failures[0].what], failures[0].status, failures[0].what
                 others = "all jobs"
             else:
-                ends = [f.end(i) for i, f in enumerate(failures) if f.job is not None]
-                report = _diagnose.diagnose(ends, pids) if ends else None
-                departed = watch.departed() if watch is not None else []
-                lines, status, headline = rank_watch.explain(departed, report)
+                # Whether a forwarder the ranks lost is stopped, gone or wedged.
+                states = {i: hygiene.process_state(p) for i, p in pids.forwarders.items()}
+                report = _diagnose.diagnose(
+                    [f.end(i) for i, f in enumerate(failures) if f.job is not None],
+                    pids,
+                    stopped=[_still_running(j) for j in running],
+                    forwarder_states=states,
+                )
+                cause = report.cause
+                shown = (cause.end.name, cause.rank[1] if cause.rank else None)
+                lines, status, headline = report.lines, report.status, report.headline
+                if watch is not None:  # a rank that left without a word may be the cause
+                    lines, status, headline, shown = rank_watch.explain(
+                        watch.departed(), report, shown
+                    )
                 others = "the other jobs"
+                output.show(shown)
             for line in lines[:-1]:
                 output.message(line)
             output.message(lines[-1] + (f"; stopping {others}" if running else ""))
     finally:
+        # A stopped forwarder would hold its mpiexec up until SIGKILL: end it first.
+        for pid in pids.forwarders.values():
+            if hygiene.process_state(pid) in ("T", "t") and hygiene.in_job(pid, rendezvous):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
         _stop(jobs, term_grace)
+        if failures:
+            # A rank or forwarder outside its job's process group (a stopped forwarder that
+            # Hydra could not end) is still ours: the pid files say so.
+            hygiene.kill_job(rendezvous, signal.SIGKILL)
     for job in jobs:
         job.join_readers(READER_GRACE)
+    if failures:
+        output.drop()  # the report stands for the rest; the log has it
+    else:
+        output.release()
     if failures and running:
         # Hydra reports the jobs we stopped as BAD TERMINATION; say once more who failed first.
         stopped = ", ".join(j.what for j in running)
@@ -325,13 +337,18 @@ def _shut_down(
     return status
 
 
+def _still_running(job: _Job) -> JobEnd:
+    """A job still running at the failure, for the diagnosis (its ranks may have failed)."""
+    launch = job.launch
+    return JobEnd(launch.name, launch.role, 0, "was stopped", job.evidence, launch.first_vrank)
+
+
 def _spawn(launch: Launch) -> _Job:
     try:
         proc = subprocess.Popen(
             launch.argv,
             env={**os.environ, **launch.env},
-            # Three jobs cannot share one terminal's input; Hydra would also hand it to rank 0.
-            stdin=subprocess.DEVNULL,
+            stdin=_stdin_for(launch),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -342,7 +359,24 @@ def _spawn(launch: Launch) -> _Job:
     return _Job(launch, proc)
 
 
-def _start_readers(job: _Job, output: _Output) -> None:
+def _stdin_for(launch: Launch) -> int | None:
+    """Our standard input for the job that holds virtual rank 0 (None: inherit), else /dev/null.
+
+    Three jobs cannot share one input; Hydra hands its own to its rank 0, as plain mpiexec.
+    """
+    if not launch.stdin:
+        return subprocess.DEVNULL
+    try:
+        os.fstat(0)
+        if os.isatty(0) and os.tcgetpgrp(0) != os.getpgrp():
+            # Started in the background of a terminal: what is typed there is the shell's.
+            return subprocess.DEVNULL
+    except OSError:
+        return subprocess.DEVNULL
+    return None
+
+
+def _start_readers(job: _Job, output: Console) -> None:
     launch, proc = job.launch, job.proc
     for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         if launch.role == CLUSTER:
@@ -363,19 +397,14 @@ def _pump(
     pipe: IO[bytes],
     stream: str,
     labeller: _Labeller | _RankDemux,
-    output: _Output,
+    output: Console,
     job: _Job,
 ) -> None:
     def emit(lines: list[_Line]) -> None:
         for line in lines:
             job.evidence.feed(line.rank, line.text, stream)
-            if (
-                line.maybe_mpiexec
-                and job.stopping.is_set()
-                and _STOPPING_NOISE.fullmatch(line.text)
-            ):
-                continue
-            output.write(stream, str(line))
+            source = (job.launch.name, line.rank)
+            output.line(source, stream, line.label, line.text, from_mpiexec=line.maybe_mpiexec)
 
     with pipe:
         for raw in iter(pipe.readline, b""):
@@ -383,25 +412,26 @@ def _pump(
         emit(labeller.flush())
 
 
+# A check looks at the whole job on every poll and returns the failure to stop it with, or
+# None. This is the place for watchers beyond the jobs' exit statuses (a listener for ranks that
+# leave, say): `run` makes the list; `_watch` calls each in turn while nothing has failed yet.
+Check = Callable[[], "_Failure | None"]
+
+
 def _watch(
     jobs: list[_Job],
     early_exit_grace: float,
     shutdown_grace: float,
     failure_grace: float,
-    watch: rank_watch.RankWatch | None = None,
+    checks: Sequence[Check] = (),
 ) -> list[_Failure]:
-    """Wait until the job succeeds ([]) or fails (every failure within the grace period).
-
-    A rank that the rank watch saw leave without finalizing is a failure too; then the jobs
-    get DEPARTURE_GRACE seconds to fail by themselves and say how it ended.
-    """
+    """Wait until the job succeeds ([]) or fails (every failure within the grace period)."""
     clusters = [j for j in jobs if j.launch.role == CLUSTER]
     forwarders = [j for j in jobs if j.launch.role == FORWARDER]
     forwarder_gone_at: float | None = None
     clusters_done_at: float | None = None
     failures: list[_Failure] = []
     first_failure_at = 0.0
-    departed_at = 0.0
     while True:
         now = time.monotonic()
         for job in jobs:  # plan order: failures seen in one sweep keep it
@@ -410,17 +440,17 @@ def _watch(
                 what = _describe_status(code)
                 failures.append(_Failure(what, _exit_status(code), job, exited=True))
                 first_failure_at = first_failure_at or now
-        if watch is not None and not departed_at and (gone := watch.departed()):
-            failures.append(_Failure(gone[0].sentence, 1, departed=True))
-            departed_at = now
         if failures:
             # Give the others a moment to fail by themselves: the cause may be among them.
-            over = (now - first_failure_at >= failure_grace if first_failure_at
-                    else now - departed_at >= max(failure_grace, rank_watch.DEPARTURE_GRACE))
-            if over or all(j.proc.returncode is not None for j in jobs):
+            if now - first_failure_at >= failure_grace or all(
+                j.proc.returncode is not None for j in jobs
+            ):
                 return failures
             time.sleep(POLL_INTERVAL)
             continue
+        for check in checks:
+            if (failure := check()) is not None:
+                return [failure]
         running = [j for j in clusters if j.proc.returncode is None]
         forwarders_left = [j for j in forwarders if j.proc.returncode is None]
         if not running:
@@ -430,7 +460,7 @@ def _watch(
             if now - clusters_done_at > shutdown_grace:
                 job = forwarders_left[0]
                 what = f"did not exit within {shutdown_grace:g} s after the clusters finished"
-                return [_Failure(what, 1, job)]
+                return [_Failure(what, _status.NOT_BRIDGED, job)]
         elif len(forwarders_left) < len(forwarders):
             # A forwarder that exits 0 right after the clusters disconnected races with their
             # mpiexec's exit; only a cluster still running after the grace period is a failure.
@@ -441,8 +471,61 @@ def _watch(
                     f"exited with status {job.proc.returncode} while cluster "
                     f"{running[0].launch.name!r} was still running"
                 )
-                return [_Failure(what, 1, job)]
+                return [_Failure(what, _status.NOT_BRIDGED, job)]
         time.sleep(POLL_INTERVAL)
+
+
+def _departures(jobs: list[_Job], watch: rank_watch.RankWatch) -> Check:
+    """Fail the run DEPARTURE_GRACE s after the rank watch saw a rank leave unfinalized.
+
+    Meanwhile a job that fails by itself (Hydra reporting a signal or an abort) takes over, and
+    its account is weighed against the departure in the report (`rank_watch.explain`).
+    """
+    by_name = {j.launch.name: j for j in jobs}
+
+    def check() -> _Failure | None:
+        gone = watch.departed()
+        if not gone or time.monotonic() - gone[0].at < rank_watch.DEPARTURE_GRACE:
+            return None
+        # Status 1: the rank's own status is unknown (os._exit(0) gives 0 to Hydra).
+        return _Failure(gone[0].sentence, 1, by_name[gone[0].cluster])
+
+    return check
+
+
+def _separate_worlds(jobs: list[_Job], rendezvous: Path) -> Check:
+    """Fail a cluster that finished well without a rank joining the bridge: separate worlds.
+
+    Every rank that joins writes its pid file (``rank.<cluster>.<local>.pid``) before it can
+    finish, so a cluster gone with status 0 and no such file never joined; and since ranks
+    join only once both clusters have, neither did any other rank. The forwarder would wait
+    for them until its connect timeout.
+    """
+    clusters = [j for j in jobs if j.launch.role == CLUSTER]
+    total = sum(j.launch.ranks for j in clusters)
+    seen: set[str] = set()
+
+    def check() -> _Failure | None:
+        for job in clusters:
+            name = job.launch.name
+            if job.proc.returncode != 0 or name in seen:
+                continue
+            seen.add(name)
+            try:
+                joined = any(p.name.startswith(f"rank.{name}.") for p in rendezvous.iterdir())
+            except OSError:
+                joined = True  # cannot tell: let the other checks decide
+            if not joined:
+                what = (
+                    "finished (status 0) but no rank joined the bridge: the job ran as separate "
+                    f"worlds, one per cluster, not as one of {total} ranks (take MPI from mmpi, "
+                    "or from mpi4py without --no-mpi4py-hook; a program that is not Python "
+                    "cannot be bridged)"
+                )
+                return _Failure(what, _status.NOT_BRIDGED, job)
+        return None
+
+    return check
 
 
 def _describe_status(code: int) -> str:
@@ -463,7 +546,6 @@ def _stop(jobs: list[_Job], term_grace: float) -> None:
     """SIGTERM the groups still running, wait up to `term_grace` s, then SIGKILL every group."""
     live = [j for j in jobs if j.proc.poll() is None]
     for job in live:
-        job.stopping.set()
         _signal_group(job, signal.SIGTERM)
     deadline = time.monotonic() + term_grace
     while any(j.proc.poll() is None for j in live) and time.monotonic() < deadline:

@@ -22,11 +22,16 @@ if _world is None:
 else:
     from ._facade import (  # noqa: F401
         Attach_buffer,
+        Cartcomm,
         Comm,
         Detach_buffer,
+        Distgraphcomm,
         File,
+        Graphcomm,
         Intracomm,
+        Message,
         Prequest,
+        Topocomm,
         Win,
         mpi_exceptions,
     )
@@ -34,6 +39,7 @@ else:
     from .request import Request  # noqa: F401
 
     COMM_WORLD = _world
+    COMM_WORLD.__module__ = __name__  # pickled by name, as mpi4py's predefined handles
     BRIDGED = True
     mpi_exceptions()
 

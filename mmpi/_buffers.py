@@ -1,31 +1,35 @@
-"""Turning mpi4py-style buffer arguments into flat byte views, with errors that say what is wrong.
+"""mpi4py buffer specifications turned into flat byte views, read as mpi4py reads them.
 
-mmpi moves bytes: locally through native MPI, across the zipper through the forwarder. So a
-buffer must be contiguous and its datatype, when given, predefined; anything else is refused
-with a clear error instead of being sent garbled. Reductions also need the element datatype,
-which is taken from the spec or inferred from the buffer (numpy dtype / buffer format).
+A specification is a buffer, or `[buf, datatype]`, `[buf, count]`, `[buf, count, datatype]`,
+`[buf, (count, displ), datatype]`, `[buf, count, displ, datatype]`; the datatype may be an
+MPI datatype or a typecode string ('i', 'd', ...); the buffer anything exposing the buffer
+protocol, `__array_interface__` or DLPack (host memory; device memory is not bridged). In a
+collective with equal blocks, a count is per block, as in mpi4py.
+
+mmpi moves bytes. A derived datatype (vector, indexed, struct, ...) is packed into a
+contiguous copy before it is sent and unpacked after it is received (`unpacks`); reductions
+need it to be made of one predefined type. Errors name the call and what was wrong.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import operator
 
 import numpy as np
 
 from ._native import MPI
-from .errors import BufferError_
+from .errors import BufferError_, NotBridged
 
 _EMPTY = memoryview(bytearray(0))
 _COMPLEX = {"Zf": "F", "Zd": "D", "Zg": "G"}  # buffer-protocol names of numpy's complex types
+_TYPEDICT = MPI._typedict
 
 
 class Typed:
-    """A contiguous run of `count` elements of predefined datatype `dt` (extent bytes each).
+    """A contiguous run of `count` elements of datatype `dt` (`extent` bytes each).
 
-    A plain slotted class, not a frozen dataclass: one is made per buffer argument of every
-    call, and a frozen dataclass's __init__ alone costs 0.8 us here (0.2 us this way); on a
-    bridged job's oversubscribed cores each rank's per-call Python time adds up on the
-    critical path (see `as_typed`).
+    A plain slotted class: one is made per buffer argument of every call, on the critical
+    path of small collectives.
     """
 
     __slots__ = ("view", "count", "dt", "extent")
@@ -51,78 +55,164 @@ class Typed:
         return [view, len(view) // self.extent if self.extent else 0, self.dt]
 
 
-# Checked datatypes: handle -> extent, and buffer format -> (datatype, extent). Both depend
-# only on the predefined datatype, so each is worked out once per process: `as_typed` on a
-# numpy array took 3.3 us, most of it here, and a small bridged Allreduce makes two per rank
-# (2+2 ranks on 2 cores: the call ran 30-60 us slower than its body; benchmarks/RESULTS.md,
-# "Per-call Python").
-_EXTENTS: dict[int, int] = {}
-_FORMATS: dict[str, tuple[MPI.Datatype, int]] = {}
-_NDARRAYS: dict[np.dtype, tuple[MPI.Datatype, int]] = {}  # numpy dtype -> the same
+# Unpacks owed by receive buffers of derived datatypes parsed since the caller last took them
+# (`take_unpacks`): callables to run once the receive has completed.
+unpacks: list = []
 
 
-def _extent(dt, op: str) -> int:
-    if isinstance(dt, MPI.Datatype):
-        known = _EXTENTS.get(dt.handle)
-        if known is not None:
-            return known
-    else:
-        raise BufferError_(f"{op}: expected an MPI datatype in the buffer spec, got {dt!r}")
-    if dt == MPI.DATATYPE_NULL:
-        raise BufferError_(f"{op}: MPI.DATATYPE_NULL is not a usable datatype")
-    lb, extent = dt.Get_extent()
-    if not dt.is_predefined or lb != 0:
-        raise BufferError_(
-            f"{op}: unsupported datatype {dt.Get_name() or dt!r} "
-            "(mmpi supports predefined datatypes only)"
-        )
-    _EXTENTS[dt.handle] = extent
-    return extent
+def take_unpacks() -> list:
+    """The unpacks that parsing the last call's buffers left (and forget them)."""
+    out = unpacks[:]
+    unpacks.clear()
+    return out
 
 
-def _typed_format(raw: memoryview, op: str) -> tuple[MPI.Datatype, int]:
-    """Datatype and extent of a buffer without a datatype in its spec."""
-    known = _FORMATS.get(raw.format)
+# Checked datatypes: handle -> (extent, the predefined type it is made of or None, plain:
+# predefined and contiguous). Worked out once per datatype.
+_KNOWN: dict[int, tuple[int, MPI.Datatype | None, bool]] = {}
+_FORMATS: dict[str, MPI.Datatype] = {}
+_NDARRAYS: dict[np.dtype, tuple[MPI.Datatype, int]] = {}  # numpy dtype -> (datatype, extent)
+
+
+def _base(dt: MPI.Datatype) -> MPI.Datatype | None:
+    """The one predefined datatype `dt` is made of, or None (a mix, e.g. a struct)."""
+    if dt.is_predefined:
+        return dt
+    try:
+        old, kind, params = dt.decode()
+    except Exception:  # noqa: BLE001 - an unusual type: moved as bytes, never reduced
+        return None
+    if kind != "STRUCT":
+        return _base(old)
+    bases = [_base(t) for t in params["datatypes"]]
+    if any(b is None for b in bases) or len({b.handle for b in bases}) != 1:
+        return None
+    return bases[0]
+
+
+def _datatype(dt, op: str) -> tuple[MPI.Datatype, int, MPI.Datatype | None, bool]:
+    """(datatype, extent, its predefined base or None, plain) of a spec's datatype."""
+    if isinstance(dt, str):
+        try:
+            dt = _TYPEDICT[dt]
+        except KeyError:
+            raise BufferError_(f"{op}: cannot map typecode {dt!r} to an MPI datatype") from None
+    elif not isinstance(dt, MPI.Datatype):
+        raise BufferError_(f"{op}: expected an MPI datatype or a typecode in the buffer spec, "
+                           f"got {dt!r}")
+    known = _KNOWN.get(dt.handle)
     if known is None:
-        dt = _infer(raw, op)
-        known = _FORMATS[raw.format] = (dt, _extent(dt, op))
-    return known
+        if dt == MPI.DATATYPE_NULL:
+            raise BufferError_(f"{op}: MPI.DATATYPE_NULL is not a usable datatype")
+        lb, extent = dt.Get_extent()
+        plain = dt.is_predefined and lb == 0  # laid out by its own extent: used as it is
+        known = (extent, _base(dt), plain)
+        if dt.is_predefined or dt.is_named:
+            _KNOWN[dt.handle] = known  # a user type's handle may be reused once it is freed
+    return (dt, *known)
+
+
+def _name(dt: MPI.Datatype) -> str:
+    try:
+        return dt.Get_name() or dt.decode()[1]
+    except Exception:  # noqa: BLE001 - a name only for an error message
+        return "a derived datatype"
 
 
 def _bytes_of(obj, *, writable: bool, op: str) -> memoryview:
     try:
         view = memoryview(obj)
     except TypeError:
-        raise BufferError_(
-            f"{op}: {type(obj).__name__} does not expose a buffer "
-            "(use a numpy array, bytes, bytearray or memoryview; lowercase methods take objects)"
-        ) from None
+        view = _foreign(obj, op)
     if not view.c_contiguous:
-        raise BufferError_(f"{op}: buffer is not contiguous (pass a contiguous copy)")
+        raise BufferError_(f"{op}: buffer is not contiguous (pass a contiguous copy, or a "
+                           "datatype that describes its layout)")
     if writable and view.readonly:
         raise BufferError_(f"{op}: receive buffer is read-only")
     return view
 
 
+def _foreign(obj, op: str) -> memoryview:
+    """A view of a buffer given through an array interface or DLPack (host memory only)."""
+    if hasattr(obj, "__cuda_array_interface__") or (
+            hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] != 1):
+        raise NotBridged(f"{op}: device (GPU) buffers are not bridged: the forwarders move host "
+                         "memory; copy the data to the host first")
+    if hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__"):
+        try:
+            # mpi4py's own reading of DLPack and array interfaces, as its calls would do;
+            # the bytes come without a format, so the element type is read as well
+            raw = memoryview(MPI.buffer(obj))
+            fmt = _foreign_format(obj)
+        except (TypeError, ValueError, BufferError) as exc:
+            raise BufferError_(f"{op}: cannot use the buffer of a {type(obj).__name__}: "
+                               f"{exc}") from None
+        if fmt and raw.nbytes % np.dtype(fmt).itemsize == 0:
+            try:
+                return raw.cast(fmt)
+            except (TypeError, ValueError):  # a format memoryview does not cast to ('g')
+                pass
+        return raw
+    raise BufferError_(
+        f"{op}: {type(obj).__name__} does not expose a buffer (use a numpy array, bytes, "
+        "bytearray, memoryview or an object with DLPack; lowercase methods take objects)"
+    )
+
+
+_DL_CODES = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}  # DLPack type codes -> numpy kinds
+
+
+def _foreign_format(obj) -> str | None:
+    """The struct format of a DLPack or array-interface object's elements (None: unknown)."""
+    iface = getattr(obj, "__array_interface__", None)
+    if iface is not None:
+        return np.dtype(iface["typestr"]).char
+    import ctypes
+
+    class DLDataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("dtype", DLDataType)]
+
+    capsule = obj.__dlpack__()  # unversioned: a DLManagedTensor whose first field is the tensor
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    pointer = get(capsule, b"dltensor")
+    dtype = ctypes.cast(pointer, ctypes.POINTER(DLTensor)).contents.dtype
+    kind = _DL_CODES.get(dtype.code)
+    del capsule  # never consumed: its own destructor gives it back to the producer
+    if kind is None or dtype.lanes != 1:
+        return None
+    if kind == "b":
+        return "?"
+    return np.dtype(f"{kind}{dtype.bits // 8}").char
+
+
 def _infer(view: memoryview, op: str) -> MPI.Datatype:
     fmt = view.format
-    if fmt == "c":
-        return MPI.BYTE
-    fmt = _COMPLEX.get(fmt.lstrip("<=@"), fmt)
-    try:
-        return MPI.Datatype.fromcode(np.dtype(fmt).char)
-    except (TypeError, ValueError, KeyError):
-        raise BufferError_(
-            f"{op}: cannot tell the MPI datatype of a buffer of format {view.format!r}; "
-            "pass [buffer, MPI.<TYPE>]"
-        ) from None
+    known = _FORMATS.get(fmt)
+    if known is not None:
+        return known
+    code = "B" if fmt in ("c", "B") else _COMPLEX.get(fmt.lstrip("<=@"), fmt.lstrip("<=@"))
+    dt = _TYPEDICT.get(code)
+    if dt is None:
+        try:
+            dt = MPI.Datatype.fromcode(np.dtype(code).char)
+        except (TypeError, ValueError, KeyError):
+            raise BufferError_(
+                f"{op}: cannot tell the MPI datatype of a buffer of format {view.format!r}; "
+                "pass [buffer, MPI.<TYPE>]"
+            ) from None
+    _FORMATS[fmt] = dt
+    return dt
 
 
 def _whole_array(a, writable: bool) -> tuple[MPI.Datatype, int] | None:
-    """(datatype, extent) of a numpy array that `as_typed` takes whole without parsing, else None.
-
-    That is a C-contiguous array of a dtype worked out before (`_NDARRAYS`), writable if asked.
-    """
+    """(datatype, extent) of a numpy array taken whole without parsing, else None."""
     if type(a) is not np.ndarray:
         return None
     known = _NDARRAYS.get(a.dtype)
@@ -132,53 +222,142 @@ def _whole_array(a, writable: bool) -> tuple[MPI.Datatype, int] | None:
     return known if flags.c_contiguous and (flags.writeable or not writable) else None
 
 
-def as_typed(spec, *, writable: bool, op: str) -> Typed:
+def _count(value, op: str, what: str = "count") -> int:
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise BufferError_(f"{op}: buffer {what} must be an integer >= 0, got {value!r}") \
+            from None
+    if n < 0:
+        raise BufferError_(f"{op}: buffer {what} must be an integer >= 0, got {n}")
+    return n
+
+
+def _split(spec, op: str):
+    """(buffer, count, displacement, datatype) of a simple spec (None where not given)."""
+    if not isinstance(spec, (list, tuple)):
+        return spec, None, None, None
+    n = len(spec)
+    count = displ = dt = None
+    if n == 2:
+        buf, second = spec
+        if isinstance(second, (MPI.Datatype, str)):
+            dt = second
+        elif isinstance(second, (tuple, list)):
+            count, displ = second
+        else:
+            count = second
+    elif n == 3:
+        buf, count, dt = spec
+        if isinstance(count, (tuple, list)):
+            if len(count) != 2:
+                raise BufferError_(f"{op}: expected (count, displacement), got {count!r}")
+            count, displ = count
+    elif n == 4:
+        buf, count, displ, dt = spec
+    else:
+        raise BufferError_(f"{op}: a buffer spec has 1 to 4 items, got {n}")
+    return buf, count, displ, dt
+
+
+def as_typed(spec, *, writable: bool, op: str, blocks: int = 1) -> Typed:
     """Parse an mpi4py buffer spec into a Typed run.
 
-    Accepted: ``buf``, ``[buf, dt]``, ``[buf, count, dt]``, ``[buf, (count, displ), dt]``,
-    ``[buf, count]``.
+    `blocks`: the spec holds that many equal blocks (a collective's), and a count given in
+    it is per block, as in mpi4py.
     """
     known = _whole_array(spec, writable)  # the common case, without the general parsing
     if known is not None:
         return Typed(memoryview(spec).cast("B"), spec.size, known[0], known[1])
     if spec is None or spec is MPI.BOTTOM:
         return Typed(_EMPTY, 0, MPI.BYTE, 1)
-    count = displ = dt = None
-    obj = spec
-    if isinstance(spec, (list, tuple)):
-        if not 1 <= len(spec) <= 3:
-            raise BufferError_(f"{op}: a buffer spec has 1 to 3 items, got {len(spec)}")
-        obj = spec[0]
-        rest = list(spec[1:])
-        if rest and isinstance(rest[-1], MPI.Datatype):
-            dt = rest.pop()
-        if rest:
-            cnt = rest.pop()
-            if isinstance(cnt, (list, tuple)):
-                if len(cnt) != 2:
-                    raise BufferError_(f"{op}: expected (count, displacement), got {cnt!r}")
-                count, displ = cnt
-            else:
-                count = cnt
-            if not isinstance(count, (int, np.integer)) or count < 0:
-                raise BufferError_(f"{op}: buffer count must be an integer >= 0, got {count!r}")
-    raw = _bytes_of(obj, writable=writable, op=op)
+    buf, count, displ, dt = _split(spec, op)
+    if buf is None or buf is MPI.BOTTOM:
+        if count not in (None, 0):
+            raise BufferError_(f"{op}: buffer is None but count is {count}")
+        return Typed(_EMPTY, 0, MPI.BYTE, 1)
+    raw = _bytes_of(buf, writable=writable, op=op)
     if dt is None:
-        dt, extent = _typed_format(raw, op)
-        if obj is spec and type(obj) is np.ndarray and extent == obj.itemsize:
-            _NDARRAYS[obj.dtype] = (dt, extent)  # next time, the fast path above
-    else:
-        extent = _extent(dt, op)
+        dt = _infer(raw, op)
+    dt, extent, base, plain = _datatype(dt, op)
     flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
-    start = int(displ or 0) * extent
+    start = _count(displ, op, "displacement") * extent if displ is not None else 0
+    if start > len(flat):
+        raise BufferError_(f"{op}: displacement {displ} lies outside the buffer of "
+                           f"{len(flat)} bytes")
     if count is None:
-        count = (len(flat) - start) // extent if extent else 0
-    stop = start + int(count) * extent
-    if stop > len(flat) or start > len(flat):
-        raise BufferError_(
-            f"{op}: buffer spec asks for bytes {start}..{stop} but the buffer holds {len(flat)}"
-        )
-    return Typed(flat[start:stop], int(count), dt, extent)
+        length = len(flat) - start
+        if extent and length % extent:
+            raise BufferError_(f"{op}: cannot infer count: buffer length {length} is not a "
+                               f"multiple of datatype extent {extent}")
+        count = length // extent if extent else 0
+    else:
+        count = _count(count, op) * blocks
+    if not plain:
+        return _derived(flat[start:], count, dt, base, writable, op)
+    stop = start + count * extent
+    if stop > len(flat):
+        raise BufferError_(f"{op}: buffer spec asks for bytes {start}..{stop} but the buffer "
+                           f"holds {len(flat)}")
+    if buf is spec and type(buf) is np.ndarray and extent == buf.itemsize:
+        _NDARRAYS[buf.dtype] = (dt, extent)  # next time, the fast path above
+    return Typed(flat[start:stop], count, dt, extent)
+
+
+def _derived(region: memoryview, count: int, dt: MPI.Datatype, base, writable: bool,
+             op: str) -> Typed:
+    """A contiguous packed copy of `count` elements of derived datatype `dt` at `region`.
+
+    For a receive buffer, the copy is unpacked into `region` by the callable left in
+    `unpacks` (the caller runs it once the data is in).
+    """
+    size = dt.Get_size() * count
+    lb, extent = dt.Get_extent()
+    tlb, textent = dt.Get_true_extent()
+    need = tlb + textent + (count - 1) * extent if count else 0
+    if need > len(region):
+        raise BufferError_(f"{op}: {count} elements of {_name(dt)} span {need} bytes but the "
+                           f"buffer holds {len(region)}")
+    packed = bytearray(size)
+    if base is not None:
+        b_extent = base.Get_size()
+        inner = Typed(memoryview(packed), size // b_extent if b_extent else 0, base, b_extent)
+    else:  # a mix of types: fine to move, not to reduce
+        inner = Typed(memoryview(packed), size, MPI.BYTE, 1)
+    if writable:
+        def unpack(received: int = -1) -> None:
+            n = count if received < 0 else min(count, received // max(dt.Get_size(), 1))
+            _through(dt, n, extent, region, lambda t, buf: t.Unpack(packed, 0, buf,
+                                                                    MPI.COMM_SELF))
+
+        unpacks.append(unpack)
+    else:
+        _through(dt, count, extent, region, lambda t, buf: t.Pack(buf, packed, 0,
+                                                                  MPI.COMM_SELF))
+    return inner
+
+
+def _through(dt: MPI.Datatype, count: int, extent: int, region: memoryview, pack) -> None:
+    """pack(datatype, buffer) for `count` elements of `dt` at `region`.
+
+    mpi4py's Pack/Unpack take the element count from the buffer's length; a region that
+    ends before the last element's extent does is handed over as one element of a type
+    that covers exactly `count` of them.
+    """
+    if count == 0:
+        return
+    if len(region) >= count * extent:
+        pack(dt, region[:count * extent])
+        return
+    tlb, textent = dt.Get_true_extent()
+    need = tlb + textent + (count - 1) * extent
+    many = dt.Create_contiguous(count)
+    one = many.Create_resized(0, need).Commit()
+    try:
+        pack(one, region[:need])
+    finally:
+        one.Free()
+        many.Free()
 
 
 def plain_pair(sendbuf, recvbuf) -> MPI.Datatype | None:
@@ -187,8 +366,7 @@ def plain_pair(sendbuf, recvbuf) -> MPI.Datatype | None:
     That is two numpy arrays of one dtype that `as_typed` has already worked out, of the same
     size, C-contiguous, the receive one writable (or IN_PLACE and such a receive array). For
     them `as_typed` would give exactly each whole array and this datatype, and a small
-    collective can hand the arrays to mpi4py as they are (see _collectives' `_allreduce_plain`
-    for what that gains). None says nothing about the buffers: the general parsing decides.
+    collective can hand the arrays to mpi4py as they are.
     """
     known = _whole_array(recvbuf, True)
     if known is None:
@@ -201,7 +379,7 @@ def plain_pair(sendbuf, recvbuf) -> MPI.Datatype | None:
 
 
 def as_view(spec, *, writable: bool, op: str) -> memoryview:
-    """A 1-D unsigned-byte view of the bytes that `spec` describes."""
+    """A 1-D unsigned-byte view of the bytes that `spec` describes (packed if derived)."""
     if spec is None or spec is MPI.BOTTOM:
         return _EMPTY
     if not isinstance(spec, (list, tuple)):
@@ -210,15 +388,18 @@ def as_view(spec, *, writable: bool, op: str) -> memoryview:
     return as_typed(spec, writable=writable, op=op).view
 
 
-@dataclass(frozen=True, slots=True)
 class Vector:
     """A vector-collective buffer: per-rank counts and displacements (in elements)."""
 
-    base: memoryview  # the whole buffer, format 'B'
-    counts: list[int]
-    displs: list[int]
-    dt: MPI.Datatype
-    extent: int
+    __slots__ = ("base", "counts", "displs", "dt", "extent")
+
+    def __init__(self, base: memoryview, counts: list[int], displs: list[int],
+                 dt: MPI.Datatype, extent: int) -> None:
+        self.base = base  # the whole buffer, format 'B'
+        self.counts = counts
+        self.displs = displs
+        self.dt = dt
+        self.extent = extent
 
     def block(self, i: int) -> memoryview:
         """Bytes of rank i's block."""
@@ -233,44 +414,55 @@ class Vector:
 def as_vector(spec, n: int, *, writable: bool, op: str) -> Vector:
     """Parse an mpi4py vector buffer spec for `n` ranks.
 
-    Accepted: ``[buf, counts]``, ``[buf, (counts, displs)]``, ``[buf, counts, dt]``,
-    ``[buf, (counts, displs), dt]``, ``[buf, counts, displs, dt]``.
+    mpi4py's rules: no counts split the buffer evenly, an integer count is every block's,
+    an integer displacement a stride.
     """
-    if not isinstance(spec, (list, tuple)) or not 2 <= len(spec) <= 4:
-        raise BufferError_(
-            f"{op}: expected [buffer, counts, displacements, datatype] (or a shorter form), "
-            f"got {type(spec).__name__}"
-        )
-    obj, rest = spec[0], list(spec[1:])
-    dt = rest.pop() if rest and isinstance(rest[-1], MPI.Datatype) else None
-    if len(rest) == 2:
-        counts, displs = rest
-    elif len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2 and not \
-            isinstance(rest[0][0], (int, np.integer)):
-        counts, displs = rest[0]
-    elif len(rest) == 1:
-        counts, displs = rest[0], None
+    counts = displs = dt = None
+    if isinstance(spec, (list, tuple)):
+        if len(spec) == 2:
+            obj, counts = spec
+            if isinstance(counts, (MPI.Datatype, str)):
+                counts, dt = None, counts
+            elif isinstance(counts, tuple):
+                counts, displs = counts
+        elif len(spec) == 3:
+            obj, counts, dt = spec
+            if isinstance(counts, tuple):
+                counts, displs = counts
+        elif len(spec) == 4:
+            obj, counts, displs, dt = spec
+        else:
+            raise BufferError_(f"{op}: a buffer spec has 1 to 4 items, got {len(spec)}")
     else:
-        raise BufferError_(f"{op}: cannot read counts/displacements from the buffer spec")
-    counts = [int(c) for c in counts]
+        obj = spec
+    raw = _bytes_of(obj, writable=writable, op=op) if obj is not None else _EMPTY
+    if dt is None:
+        dt = _infer(raw, op) if obj is not None else MPI.BYTE
+    dt, extent, _, plain = _datatype(dt, op)
+    if not plain:
+        raise NotBridged(f"{op}: v-collectives with the derived datatype {_name(dt)} are not "
+                         "bridged yet (pack the data, or use a predefined datatype)")
+    flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    if counts is None:
+        total = len(flat) // extent if extent else 0
+        counts = [total // n + (total % n > i) for i in range(n)]
+    elif isinstance(counts, (int, np.integer)):
+        counts = [_count(counts, op)] * n
+    else:
+        counts = [_count(c, op) for c in counts]
     if len(counts) != n:
         raise BufferError_(f"{op}: {len(counts)} counts given for a communicator of size {n}")
-    if any(c < 0 for c in counts):
-        raise BufferError_(f"{op}: negative count in {counts}")
     if displs is None:
         displs, acc = [], 0
         for c in counts:
             displs.append(acc)
             acc += c
-    displs = [int(d) for d in displs]
+    elif isinstance(displs, (int, np.integer)):
+        displs = [int(displs) * i for i in range(n)]
+    else:
+        displs = [int(d) for d in displs]
     if len(displs) != n:
         raise BufferError_(f"{op}: {len(displs)} displacements given for size {n}")
-    raw = _bytes_of(obj, writable=writable, op=op)
-    if dt is None:
-        dt, extent = _typed_format(raw, op)
-    else:
-        extent = _extent(dt, op)
-    flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
     for i, (c, d) in enumerate(zip(counts, displs, strict=True)):
         if d < 0 or (d + c) * extent > len(flat):
             raise BufferError_(

@@ -8,6 +8,7 @@ native non-blocking collective of its native communicator, and waits politely.
 
 from __future__ import annotations
 
+from . import _buffers
 from ._collectives import alltoall as A
 from ._collectives import objects as O
 from ._collectives import reductions as R
@@ -19,6 +20,21 @@ from .errors import NotBridged
 from .request import BridgedRequest
 
 _SUM = MPI.SUM
+
+
+def _unpacking(steps):
+    """`steps`, then the unpacks their buffers' parsing left (derived datatypes), if any."""
+    if not _buffers.unpacks:
+        return steps
+    todo = _buffers.take_unpacks()
+
+    def run():
+        result = yield from steps
+        for unpack in todo:
+            unpack()
+        return result
+
+    return run()
 
 
 class CollectiveMethods:
@@ -34,11 +50,17 @@ class CollectiveMethods:
         c = core.collective
         if not core.pending:
             c.name = name  # for errors found while checking the arguments
+        if _buffers.unpacks:  # left by a call whose arguments were refused
+            _buffers.unpacks.clear()
         return c
+
+    def _run(self, name: str, steps):
+        """Run a blocking collective call's steps (then unpack derived-datatype results)."""
+        return self._core.run(name, _unpacking(steps))
 
     def _submit(self, name: str, steps) -> BridgedRequest:
         """Start a non-blocking collective call: queued behind earlier ones on this comm."""
-        pending = Pending(self._core, name, steps)
+        pending = Pending(self._core, name, _unpacking(steps))
         self._core.submit(pending)
         return BridgedRequest(pending)
 
@@ -66,37 +88,37 @@ class CollectiveMethods:
         """Tight barrier: nobody leaves before every process has entered."""
         if not self._core.spans:
             return self._native("barrier")
-        self._core.run("Barrier", R.barrier(self._c("Barrier")))
+        self._run("Barrier", R.barrier(self._c("Barrier")))
 
     def Bcast(self, buf, root=0) -> None:
         """Broadcast from `root`."""
         if not self._core.spans:
             return self._native("bcast", buf, root)
-        self._core.run("Bcast", T.bcast(self._c("Bcast"), buf, root))
+        self._run("Bcast", T.bcast(self._c("Bcast"), buf, root))
 
     def Reduce(self, sendbuf, recvbuf, op=_SUM, root=0) -> None:
         """Reduce to `root`."""
         if not self._core.spans:
             return self._native("reduce", sendbuf, recvbuf, op, root)
-        self._core.run("Reduce", R.reduce(self._c("Reduce"), sendbuf, recvbuf, op, root))
+        self._run("Reduce", R.reduce(self._c("Reduce"), sendbuf, recvbuf, op, root))
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce to all."""
         if not self._core.spans:
             return self._native("allreduce", sendbuf, recvbuf, op)
-        self._core.run("Allreduce", R.allreduce(self._c("Allreduce"), sendbuf, recvbuf, op))
+        self._run("Allreduce", R.allreduce(self._c("Allreduce"), sendbuf, recvbuf, op))
 
     def Alltoall(self, sendbuf, recvbuf) -> None:
         """All-to-all with equal blocks."""
         if not self._core.spans:
             return self._native("alltoall", sendbuf, recvbuf)
-        self._core.run("Alltoall", A.alltoall(self._c("Alltoall"), sendbuf, recvbuf))
+        self._run("Alltoall", A.alltoall(self._c("Alltoall"), sendbuf, recvbuf))
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         """All-to-all with per-peer counts and displacements."""
         if not self._core.spans:
             return self._native("alltoallv", sendbuf, recvbuf)
-        self._core.run("Alltoallv", A.alltoallv(self._c("Alltoallv"), sendbuf, recvbuf))
+        self._run("Alltoallv", A.alltoallv(self._c("Alltoallv"), sendbuf, recvbuf))
 
     def Alltoallw(self, sendbuf, recvbuf) -> None:
         """All-to-all with a datatype per peer (communicators inside one cluster only)."""
@@ -108,63 +130,63 @@ class CollectiveMethods:
         """Gather equal blocks to `root`."""
         if not self._core.spans:
             return self._native("gather", sendbuf, recvbuf, root)
-        self._core.run("Gather", T.gather(self._c("Gather"), sendbuf, recvbuf, root))
+        self._run("Gather", T.gather(self._c("Gather"), sendbuf, recvbuf, root))
 
     def Gatherv(self, sendbuf, recvbuf, root=0) -> None:
         """Gather blocks of varying size to `root`."""
         if not self._core.spans:
             return self._native("gatherv", sendbuf, recvbuf, root)
-        self._core.run("Gatherv", T.gatherv(self._c("Gatherv"), sendbuf, recvbuf, root))
+        self._run("Gatherv", T.gatherv(self._c("Gatherv"), sendbuf, recvbuf, root))
 
     def Scatter(self, sendbuf, recvbuf, root=0) -> None:
         """Scatter equal blocks from `root`."""
         if not self._core.spans:
             return self._native("scatter", sendbuf, recvbuf, root)
-        self._core.run("Scatter", T.scatter(self._c("Scatter"), sendbuf, recvbuf, root))
+        self._run("Scatter", T.scatter(self._c("Scatter"), sendbuf, recvbuf, root))
 
     def Scatterv(self, sendbuf, recvbuf, root=0) -> None:
         """Scatter blocks of varying size from `root`."""
         if not self._core.spans:
             return self._native("scatterv", sendbuf, recvbuf, root)
-        self._core.run("Scatterv", T.scatterv(self._c("Scatterv"), sendbuf, recvbuf, root))
+        self._run("Scatterv", T.scatterv(self._c("Scatterv"), sendbuf, recvbuf, root))
 
     def Allgather(self, sendbuf, recvbuf) -> None:
         """Gather equal blocks to every rank."""
         if not self._core.spans:
             return self._native("allgather", sendbuf, recvbuf)
-        self._core.run("Allgather", A.allgather(self._c("Allgather"), sendbuf, recvbuf))
+        self._run("Allgather", A.allgather(self._c("Allgather"), sendbuf, recvbuf))
 
     def Allgatherv(self, sendbuf, recvbuf) -> None:
         """Gather blocks of varying size to every rank."""
         if not self._core.spans:
             return self._native("allgatherv", sendbuf, recvbuf)
-        self._core.run("Allgatherv", A.allgatherv(self._c("Allgatherv"), sendbuf, recvbuf))
+        self._run("Allgatherv", A.allgatherv(self._c("Allgatherv"), sendbuf, recvbuf))
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce, then scatter equal blocks of the result."""
         if not self._core.spans:
             return self._native("reduce_scatter_block", sendbuf, recvbuf, op)
         c = self._c("Reduce_scatter_block")
-        self._core.run("Reduce_scatter_block", R.reduce_scatter_block(c, sendbuf, recvbuf, op))
+        self._run("Reduce_scatter_block", R.reduce_scatter_block(c, sendbuf, recvbuf, op))
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM) -> None:
         """Reduce, then scatter blocks of `recvcounts[i]` elements to rank i."""
         if not self._core.spans:
             return self._native("reduce_scatter", sendbuf, recvbuf, recvcounts, op)
         c = self._c("Reduce_scatter")
-        self._core.run("Reduce_scatter", R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
+        self._run("Reduce_scatter", R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
 
     def Scan(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Inclusive prefix reduction in rank order."""
         if not self._core.spans:
             return self._native("scan", sendbuf, recvbuf, op)
-        self._core.run("Scan", R.scan(self._c("Scan"), sendbuf, recvbuf, op, False))
+        self._run("Scan", R.scan(self._c("Scan"), sendbuf, recvbuf, op, False))
 
     def Exscan(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Exclusive prefix reduction in rank order (rank 0's result is undefined)."""
         if not self._core.spans:
             return self._native("exscan", sendbuf, recvbuf, op)
-        self._core.run("Exscan", R.scan(self._c("Exscan"), sendbuf, recvbuf, op, True))
+        self._run("Exscan", R.scan(self._c("Exscan"), sendbuf, recvbuf, op, True))
 
     # -- non-blocking, buffer forms ------------------------------------------------------
     def Ibarrier(self):
@@ -284,42 +306,42 @@ class CollectiveMethods:
     def bcast(self, obj, root=0):
         """Broadcast a picklable object."""
         c = self._c("bcast")
-        return self._core.run("bcast", O.bcast(c, obj, c.root(root)))
+        return self._run("bcast", O.bcast(c, obj, c.root(root)))
 
     def reduce(self, sendobj, op=_SUM, root=0):
         """Reduce objects to `root` (op: an MPI.Op or a two-argument callable)."""
         c = self._c("reduce")
-        return self._core.run("reduce", O.reduce(c, sendobj, op, c.root(root)))
+        return self._run("reduce", O.reduce(c, sendobj, op, c.root(root)))
 
     def allreduce(self, sendobj, op=_SUM):
         """Reduce objects to every rank."""
-        return self._core.run("allreduce", O.allreduce(self._c("allreduce"), sendobj, op))
+        return self._run("allreduce", O.allreduce(self._c("allreduce"), sendobj, op))
 
     def gather(self, sendobj, root=0):
         """Gather objects to `root` (a list there, None elsewhere)."""
         c = self._c("gather")
-        return self._core.run("gather", O.gather(c, sendobj, c.root(root)))
+        return self._run("gather", O.gather(c, sendobj, c.root(root)))
 
     def scatter(self, sendobj, root=0):
         """Scatter a list of objects from `root`."""
         c = self._c("scatter")
-        return self._core.run("scatter", O.scatter(c, sendobj, c.root(root)))
+        return self._run("scatter", O.scatter(c, sendobj, c.root(root)))
 
     def allgather(self, sendobj):
         """Gather objects to every rank."""
-        return self._core.run("allgather", O.allgather(self._c("allgather"), sendobj))
+        return self._run("allgather", O.allgather(self._c("allgather"), sendobj))
 
     def alltoall(self, sendobj):
         """Exchange one object with every rank."""
-        return self._core.run("alltoall", O.alltoall(self._c("alltoall"), sendobj))
+        return self._run("alltoall", O.alltoall(self._c("alltoall"), sendobj))
 
     def scan(self, sendobj, op=_SUM):
         """Inclusive prefix reduction of objects in rank order."""
-        return self._core.run("scan", O.scan(self._c("scan"), sendobj, op, False))
+        return self._run("scan", O.scan(self._c("scan"), sendobj, op, False))
 
     def exscan(self, sendobj, op=_SUM):
         """Exclusive prefix reduction of objects in rank order (None on rank 0)."""
-        return self._core.run("exscan", O.scan(self._c("exscan"), sendobj, op, True))
+        return self._run("exscan", O.scan(self._c("exscan"), sendobj, op, True))
 
     def ibarrier(self):
         """Non-blocking barrier (lowercase alias)."""

@@ -162,9 +162,9 @@ def _agree(parent: Core, members: tuple[int, ...], tag: int) -> int:
     return pickle.loads(op.obj)
 
 
-def split_type(parent: Core, split_type: int, key: int) -> Core | None:
+def split_type(parent: Core, split_type: int, key: int, info=None) -> Core | None:
     """Split by what processes share (a node): never across the zipper (Rule 2)."""
-    native = parent.p2p.comm.Split_type(split_type, key)
+    native = parent.p2p.comm.Split_type(split_type, key, info or MPI.INFO_NULL)
     if native == MPI.COMM_NULL:
         return None
     members = tuple(native.allgather(parent.rank))  # by native rank, which follows the key

@@ -94,7 +94,7 @@ class CommunicatorMethods:
         if split_type == MPI.UNDEFINED:
             core.p2p.comm.Split_type(MPI.UNDEFINED, 0)
             return MPI.COMM_NULL
-        new = _create.split_type(core, split_type, as_int(key, "key", "Split_type"))
+        new = _create.split_type(core, split_type, as_int(key, "key", "Split_type"), info)
         return MPI.COMM_NULL if new is None else self._wrap(new, "")
 
     def Create(self, group):

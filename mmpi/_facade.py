@@ -1,58 +1,69 @@
 """The names the bridged `MPI` namespace puts in place of mpi4py's own (under mmpi-run only).
 
-Each is a subclass of mpi4py's class whose `isinstance` still accepts mpi4py's objects, so
-code that never touches the bridge behaves as before; they differ only where a bridged object
-is involved: `MPI.Intracomm(comm)` of a bridged communicator is that communicator; windows and
-files on a communicator across the zipper say that they are not bridged, and on one inside a
-cluster use its native communicator; buffered sends see the attached buffer's size.
+Each is a stand-in (`_standin`): a subclass of mpi4py's class that also takes mpi4py's
+objects, so code that never touches the bridge behaves as before. They differ where a bridged
+object is involved: `MPI.Intracomm(comm)` of a bridged communicator is a bridged communicator;
+windows and files on a communicator across the zipper say that they are not bridged, and on
+one inside a cluster use its native communicator; `Attach_buffer` sizes buffered sends.
 """
 
 from __future__ import annotations
 
+import inspect
+
 from ._native import MPI
 from ._p2p_api import attached
-from .comm import _Bridged
+from ._standin import StandIn, dispatch_unbound, pickle_natively
+from ._bridged import _Bridged
 from .errors import MMPIError, NotBridged
 from .request import Prequest as BridgedPrequest
 
 
-class _Accepting(type):
-    """isinstance(x, a facade class) holds for instances of the mpi4py class it stands for."""
-
-    def __instancecheck__(cls, obj) -> bool:
-        native = cls.__dict__.get("_stands_for")
-        return isinstance(obj, native) if native else type.__instancecheck__(cls, obj)
-
-    def __subclasscheck__(cls, sub) -> bool:
-        native = cls.__dict__.get("_stands_for")
-        return issubclass(sub, native) if native else type.__subclasscheck__(cls, sub)
+def _copy_of(comm: _Bridged) -> _Bridged:
+    """A new object for the same bridged communicator (as mpi4py's constructors make)."""
+    new = type(comm).__new__(type(comm))
+    new.__dict__.update(comm.__dict__)
+    return new
 
 
-class Comm(MPI.Comm, metaclass=_Accepting):
-    """mpi4py's Comm; a bridged communicator given to it stays itself."""
+def _communicator_class(native):
+    class Stand(native, metaclass=StandIn):
+        _stands_for = native
 
-    _stands_for = MPI.Comm
+        def __new__(cls, comm=None):
+            if cls is Stand:  # MPI.Intracomm(x): a copy, bridged if x is
+                if isinstance(comm, _Bridged):
+                    return _copy_of(comm)
+                return native(comm)
+            return native.__new__(cls, comm)  # a program's own subclass
 
-    def __new__(cls, comm=None):
-        """As mpi4py's (a program's own subclass too), but a bridged communicator stays."""
-        if cls is Comm:
-            return comm if isinstance(comm, _Bridged) else MPI.Comm(comm)
-        return MPI.Comm.__new__(cls, comm)
+        def Compare(self, comm) -> int:
+            """IDENT, CONGRUENT, SIMILAR or UNEQUAL (native and bridged mixed too)."""
+            if isinstance(self, _Bridged):
+                return type(self).Compare(self, comm)
+            if isinstance(comm, _Bridged):
+                mine = MPI.Comm.Get_size(self)
+                other = comm._core
+                me = (other.engine.vrank,)
+                return MPI.CONGRUENT if mine == 1 and other.members == me else MPI.UNEQUAL
+            return native.Compare(self, comm)
+
+    Stand.__name__ = Stand.__qualname__ = native.__name__
+    Stand.__doc__ = f"mpi4py's {native.__name__}, for native and bridged communicators."
+    dispatch_unbound(Stand, native)
+    pickle_natively(native)
+    return Stand
 
 
-class Intracomm(MPI.Intracomm, metaclass=_Accepting):
-    """mpi4py's Intracomm; a bridged communicator given to it stays itself."""
-
-    _stands_for = MPI.Intracomm
-
-    def __new__(cls, comm=None):
-        """As mpi4py's (a program's own subclass too), but a bridged communicator stays."""
-        if cls is Intracomm:
-            return comm if isinstance(comm, _Bridged) else MPI.Intracomm(comm)
-        return MPI.Intracomm.__new__(cls, comm)
+Comm = _communicator_class(MPI.Comm)
+Intracomm = _communicator_class(MPI.Intracomm)
+Topocomm = _communicator_class(MPI.Topocomm)
+Cartcomm = _communicator_class(MPI.Cartcomm)
+Graphcomm = _communicator_class(MPI.Graphcomm)
+Distgraphcomm = _communicator_class(MPI.Distgraphcomm)
 
 
-class Prequest(MPI.Prequest, metaclass=_Accepting):
+class Prequest(MPI.Prequest, metaclass=StandIn):
     """mpi4py's Prequest; Startall takes bridged and native persistent requests."""
 
     _stands_for = MPI.Prequest
@@ -70,26 +81,16 @@ class Prequest(MPI.Prequest, metaclass=_Accepting):
     startall = Startall
 
 
-def mpi_exceptions() -> None:
-    """From now on the bridge's errors are also mpi4py MPI.Exceptions (`except` catches them).
+dispatch_unbound(Prequest, MPI.Prequest)
 
-    An exception class cannot take MPI.Exception as a base once made, so each error class
-    gets a twin that has both; MMPIError makes its instances as the twins.
-    """
-    import inspect
 
-    from . import errors
+class Message(MPI.Message, metaclass=StandIn):
+    """mpi4py's Message, for native and bridged matched messages."""
 
-    for _, cls in inspect.getmembers(errors, inspect.isclass):
-        if issubclass(cls, MMPIError) and cls not in MMPIError._twins:
-            MMPIError._twins[cls] = type(cls.__name__, (cls, MPI.Exception), {
-                "__init__": BaseException.__init__,
-                "__str__": BaseException.__str__,
-                "__repr__": BaseException.__repr__,
-                "__int__": cls.Get_error_class,
-                "__module__": cls.__module__,
-                "__doc__": cls.__doc__,
-            })
+    _stands_for = MPI.Message
+
+
+dispatch_unbound(Message, MPI.Message)
 
 
 def native_of(comm, what: str):
@@ -104,7 +105,7 @@ def native_of(comm, what: str):
     return core.coll.comm
 
 
-class Win(MPI.Win, metaclass=_Accepting):
+class Win(MPI.Win, metaclass=StandIn):
     """mpi4py's Win; on a bridged communicator inside one cluster, through its native one."""
 
     _stands_for = MPI.Win
@@ -131,7 +132,7 @@ class Win(MPI.Win, metaclass=_Accepting):
         return MPI.Win.Create_dynamic(info, native_of(comm, "Win.Create_dynamic"))
 
 
-class File(MPI.File, metaclass=_Accepting):
+class File(MPI.File, metaclass=StandIn):
     """mpi4py's File; on a bridged communicator inside one cluster, through its native one."""
 
     _stands_for = MPI.File
@@ -142,10 +143,24 @@ class File(MPI.File, metaclass=_Accepting):
         return MPI.File.Open(native_of(comm, "File.Open"), filename, amode, info)
 
 
+pickle_natively(MPI.Win, MPI.File, MPI.Message)
+
+
+def buffer_size(buf) -> int:
+    """Bytes in a buffer given to Attach_buffer (-1: automatic, or not to be told)."""
+    if buf is MPI.BUFFER_AUTOMATIC:
+        return -1
+    try:
+        return MPI.buffer(buf).nbytes
+    except (TypeError, ValueError, BufferError):
+        return -1
+
+
 def Attach_buffer(buf) -> None:
     """Attach a buffer for buffered sends (bridged ones count against its size too)."""
+    size = buffer_size(buf)
     MPI.Attach_buffer(buf)
-    attached.size = -1 if buf is MPI.BUFFER_AUTOMATIC else len(memoryview(buf).cast("B"))
+    attached.size = size
 
 
 def Detach_buffer():
@@ -159,5 +174,26 @@ def Detach_buffer():
     return MPI.Detach_buffer()
 
 
-__all__ = ["Comm", "Intracomm", "Win", "File", "Prequest", "Attach_buffer", "Detach_buffer", "native_of",
-           "mpi_exceptions"]
+def mpi_exceptions() -> None:
+    """From now on the bridge's errors are also mpi4py MPI.Exceptions (`except` catches them).
+
+    An exception class cannot take MPI.Exception as a base once made, so each error class
+    gets a twin that has both; MMPIError makes its instances as the twins.
+    """
+    from . import errors
+
+    for _, cls in inspect.getmembers(errors, inspect.isclass):
+        if issubclass(cls, MMPIError) and cls not in MMPIError._twins:
+            MMPIError._twins[cls] = type(cls.__name__, (cls, MPI.Exception), {
+                "__init__": BaseException.__init__,
+                "__str__": BaseException.__str__,
+                "__repr__": BaseException.__repr__,
+                "__int__": cls.Get_error_class,
+                "__module__": cls.__module__,
+                "__doc__": cls.__doc__,
+            })
+
+
+__all__ = ["Comm", "Intracomm", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
+           "Prequest", "Message", "Win", "File", "Attach_buffer", "Detach_buffer",
+           "native_of", "mpi_exceptions"]

@@ -11,18 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ._native import MPI
+from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import RankError, UsageError
 
 _native = MPI.Group
 UNDEFINED = MPI.UNDEFINED
-
-
-class _GroupType(type):
-    # mpi4py's groups are instances of MPI.Group under mmpi too.
-    def __instancecheck__(cls, obj) -> bool:
-        if cls is Group:
-            return isinstance(obj, _native)
-        return type.__instancecheck__(cls, obj)
 
 
 def _ranks_of(group) -> tuple[int, ...]:
@@ -41,8 +34,10 @@ def _make(ranks, me: int) -> BridgedGroup:
     return BridgedGroup(tuple(ranks), me)
 
 
-class Group(_native, metaclass=_GroupType):
+class Group(_native, metaclass=StandIn):
     """A group of processes (mpi4py's API), native or of the bridged world."""
+
+    _stands_for = _native
 
     @classmethod
     def Union(cls, group1, group2):
@@ -82,7 +77,7 @@ def _me(*groups) -> int:
 class BridgedGroup(Group):
     """An ordered set of world ranks; this process is world rank `me`."""
 
-    __slots__ = ("_ranks", "_index", "_me")
+    __slots__ = ("_ranks", "_index", "_me", "_freed")
 
     def __new__(cls, *args, **kwargs):
         """A new group object (its native handle stays MPI_GROUP_NULL)."""
@@ -92,6 +87,7 @@ class BridgedGroup(Group):
         self._ranks = ranks
         self._index = {w: i for i, w in enumerate(ranks)}
         self._me = me
+        self._freed = False
         if len(self._index) != len(ranks):
             raise UsageError(f"a group cannot hold a rank twice: {list(ranks)}")
 
@@ -101,16 +97,24 @@ class BridgedGroup(Group):
         return self._ranks
 
     def __eq__(self, other) -> bool:
-        return other is self
+        if isinstance(other, BridgedGroup):
+            return other._ranks == self._ranks and other._freed == self._freed
+        if isinstance(other, _native):  # a native group: GROUP_NULL once this is freed
+            return self._freed and not _native.__bool__(other)
+        return NotImplemented
 
     def __ne__(self, other) -> bool:
-        return other is not self
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return id(self)
+        return hash(self._ranks)
 
     def __bool__(self) -> bool:
-        return True
+        return not self._freed
+
+    def __reduce__(self):
+        raise ValueError("cannot serialize 'mpi4py.MPI.Group' instance")
 
     def __repr__(self) -> str:
         return f"<mmpi.Group of world ranks {list(self._ranks)}>"
@@ -201,9 +205,14 @@ class BridgedGroup(Group):
         return BridgedGroup(self._ranks, self._me)
 
     def Free(self) -> None:
-        """Nothing to release: the group lives in Python."""
+        """Release the group (it compares equal to MPI.GROUP_NULL afterwards)."""
+        self._freed = True
 
     free = Free
+
+
+dispatch_unbound(Group, _native)
+pickle_natively(_native)
 
 
 __all__ = ["Group", "BridgedGroup"]

@@ -21,7 +21,7 @@ class Op:
 
     __slots__ = (
         "natives", "matched", "done", "finish", "error", "keep", "source", "tag", "nbytes",
-        "obj", "spare", "more", "remote", "cancelled", "__weakref__",
+        "obj", "spare", "more", "remote", "cancelled", "after", "__weakref__",
     )
 
     def __init__(self, *, matched: bool = True) -> None:
@@ -39,6 +39,7 @@ class Op:
         self.more: Callable[[], bool] | None = None  # e.g. stripes still to arrive
         self.remote = False  # only a forwarder can complete it (a receive from the far side)
         self.cancelled = False
+        self.after: list | None = None  # run with the bytes received, once complete
 
     def start(self, natives: list, finish: Callable[[], None] | None = None,
               more: Callable[[], bool] | None = None) -> None:
@@ -71,6 +72,9 @@ class Op:
                 finish()
             except Exception as exc:  # noqa: BLE001 - the operation's error, raised at Wait
                 self.fail(exc)
+        if self.after is not None and self.error is None:
+            for fn in self.after:
+                fn(self.nbytes)
         self.done = True
         return True
 

@@ -13,9 +13,10 @@ Rule 3: with several forwarders, every message from one sender to one receiver t
         route (protocol Rule 5); one of `stripe_min` bytes or more is striped over all of them
         and put together here at known offsets.
 Rule 4: a synchronous send completes once its receiver has matched it: the receiver
-        acknowledges (protocol Rule 6). A same-cluster one travels with the engine's `sync_bit`
-        set in its tag and its id in front of the payload; the acknowledgement is a native
-        message with tag `ack_tag` carrying the id.
+        acknowledges at once (protocol Rule 6). A same-cluster one travels with the engine's
+        `sync_bit` set in its tag; as messages from one sender on one communicator arrive in
+        send order, the receiver names it by its arrival number, and acknowledges with a
+        native message of tag `ack_tag` carrying that number.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ _BYTE = MPI.BYTE
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
 _SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
-LOCAL_SYNC = -1  # Arrived.sync of a same-cluster synchronous send (its id is in the payload)
-_ID = 8  # bytes of a synchronous send's id in front of a same-cluster payload
+_ID = 8  # bytes of a same-cluster acknowledgement: the synchronous send's arrival number
 
 
 class Posted:
@@ -62,7 +62,8 @@ class Arrived:
         self.natives = natives or []  # chunk receives still filling `data`
         self.more = None  # for a striped message: True once every stripe is in
         self.spare = None  # (pool, buffer) holding `data`, to give back once copied out
-        self.sync = sync  # a synchronous send: its id (forwarded), LOCAL_SYNC, or None
+        self.sync = sync  # a synchronous send: its id (forwarded, > 0), -1 - its arrival
+        #                   number (same cluster), or None
         self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
 
 
@@ -160,8 +161,11 @@ class PointToPoint:
         self._status = MPI.Status()
         self.sync_bit, self.ack_tag = engine.sync_bit, engine.ack_tag
         self._tag_mask = self.sync_bit - 1
-        self.syncs: dict[int, Op] = {}  # synchronous sends not acknowledged yet, by id
+        self.syncs: dict = {}  # synchronous sends not acknowledged yet: by id (forwarded), by
+        #                        (context, destination, number) (same cluster)
         self._sync_id = 0
+        self._sync_sent: dict[tuple[int, int], int] = {}  # (context, dest) -> sends numbered
+        self._sync_seen: dict[tuple[int, int], int] = {}  # (context, source) -> arrivals
 
     # -- sending -------------------------------------------------------------------------
     def isend(self, ctx: Context, view: memoryview, dest: int, tag: int,
@@ -182,26 +186,26 @@ class PointToPoint:
         return op
 
     def _isend_sync(self, op: Op, ctx: Context, view: memoryview, dest: int, tag: int) -> None:
-        self._sync_id = self._sync_id % P.MAX_XFER + 1
-        sid = self._sync_id
-        self.syncs[sid] = op
         local = ctx.local_of[dest]
         if local >= 0:
-            buf = bytearray(_ID + len(view))
-            buf[:_ID] = sid.to_bytes(_ID, "little")
-            buf[_ID:] = view
-            op.keep = buf
-            natives = [ctx.comm.Isend([buf, _BYTE], local, tag | self.sync_bit)]
+            pair = (ctx.id, dest)
+            number = self._sync_sent.get(pair, 0)
+            self._sync_sent[pair] = number + 1
+            key = (ctx.id, dest, number)
+            natives = [ctx.comm.Isend([view, len(view), _BYTE], local, tag | self.sync_bit)]
         else:
-            natives = self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag, sid)
-        op.start(natives, more=lambda: sid not in self.syncs)
+            self._sync_id = self._sync_id % P.MAX_XFER + 1
+            key = self._sync_id
+            natives = self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag, key)
+        self.syncs[key] = op
+        op.start(natives, more=lambda: key not in self.syncs)
 
     def _acknowledge(self, m: Arrived, sid: int) -> None:
         """Tell the sender of synchronous message `m` that a receive matched it."""
         ctx = m.ctx
         local = ctx.local_of[m.source]
         if local >= 0:
-            buf = bytearray(sid.to_bytes(_ID, "little"))
+            buf = bytearray((-1 - sid).to_bytes(_ID, "little"))
             op = Op()
             op.keep = buf
             op.start([ctx.comm.Isend([buf, _BYTE], local, self.ack_tag)])
@@ -216,9 +220,10 @@ class PointToPoint:
         self.sends.append(op)
 
     def _matched(self, m: Arrived) -> None:
-        """A receive (or a matched probe) has taken `m`."""
-        if m.sync is not None and m.sync != LOCAL_SYNC:
+        """A receive (or a matched probe) has taken `m`: a synchronous send hears of it now."""
+        if m.sync is not None:
             self._acknowledge(m, m.sync)
+            m.sync = None
 
     def _send_forwarded(self, op: Op, ctx: Context, view: memoryview, dest: int,
                         tag: int, sync: int = 0) -> list:
@@ -297,18 +302,24 @@ class PointToPoint:
                 did = True
                 tag = st.Get_tag()
                 if tag & self.sync_bit:
+                    source = ctx.from_local[st.Get_source()]
                     if tag == self.ack_tag:
                         buf = bytearray(_ID)
                         msg.Recv([buf, _BYTE])
-                        self.syncs.pop(int.from_bytes(buf, "little"), None)
+                        self.syncs.pop((ctx.id, source, int.from_bytes(buf, "little")), None)
                         continue
-                    m = Arrived(ctx.from_local[st.Get_source()], tag & self._tag_mask,
-                                st.Get_count(_BYTE) - _ID, message=msg, sync=LOCAL_SYNC, ctx=ctx)
+                    pair = (ctx.id, source)
+                    number = self._sync_seen.get(pair, 0)
+                    self._sync_seen[pair] = number + 1
+                    m = Arrived(source, tag & self._tag_mask, st.Get_count(_BYTE), message=msg,
+                                sync=-1 - number, ctx=ctx)
                 else:
                     m = Arrived(ctx.from_local[st.Get_source()], tag, st.Get_count(_BYTE),
                                 message=msg)
                 recv = ctx.queues.arrive(m)
                 if recv is not None:
+                    if m.sync is not None:
+                        self._matched(m)
                     self._deliver_local(recv, m)
         return did
 
@@ -322,9 +333,7 @@ class PointToPoint:
     def _deliver_local(self, recv: Posted, m: Arrived) -> None:
         op = recv.op
         op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
-        if m.sync == LOCAL_SYNC:
-            self._deliver_local_sync(recv, m)
-        elif recv.view is None:
+        if recv.view is None:
             buf = bytearray(m.nbytes)
             op.obj = buf
             op.start([m.message.Irecv([buf, _BYTE])])
@@ -334,24 +343,6 @@ class PointToPoint:
             op.fail(self._truncated(recv, m))
         else:
             op.start([m.message.Irecv([recv.view, m.nbytes, _BYTE])])
-
-    def _deliver_local_sync(self, recv: Posted, m: Arrived) -> None:
-        """A same-cluster synchronous send: take it whole, acknowledge, hand out the payload."""
-        op = recv.op
-        buf = bytearray(_ID + m.nbytes)
-        view = recv.view
-        if view is not None and m.nbytes > len(view):
-            op.fail(self._truncated(recv, m))
-            view = None
-
-        def finish() -> None:
-            self._acknowledge(m, int.from_bytes(buf[:_ID], "little"))
-            if recv.view is None:
-                op.obj = memoryview(buf)[_ID:]
-            elif view is not None:
-                view[:m.nbytes] = memoryview(buf)[_ID:]
-
-        op.start([m.message.Irecv([buf, _BYTE])], finish)
 
     def _truncated(self, recv: Posted, m: Arrived) -> TruncationError:
         return TruncationError(
@@ -458,7 +449,6 @@ class PointToPoint:
     def receive(self, m: Arrived, view, call: str) -> Op:
         """Receive the message a matched probe took into `view` (None: allocate)."""
         op = Op(matched=False)
-        m.sync = LOCAL_SYNC if m.sync == LOCAL_SYNC else None  # acknowledged by `take`
         recv = Posted(m.source, m.tag, view, op, call)
         if m.message is not None:
             self._deliver_local(recv, m)

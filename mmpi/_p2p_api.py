@@ -9,6 +9,7 @@ from __future__ import annotations
 import operator
 import pickle
 
+from . import _buffers
 from ._buffers import as_view
 from ._native import MPI
 from ._op import Op, completed
@@ -140,8 +141,12 @@ class PointToPointMethods:
         want = self._recv_tag(tag, call)
         view = as_view(buf, writable=True, op=call)
         if src == PROC_NULL:
+            _buffers.unpacks.clear()
             return BridgedRequest(completed())
-        return BridgedRequest(e.p2p.irecv(self._core.p2p, view, src, want, call))
+        op = e.p2p.irecv(self._core.p2p, view, src, want, call)
+        if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
+            op.after = _buffers.take_unpacks()
+        return BridgedRequest(op)
 
     def Isend(self, buf, dest, tag=0):
         """Start a standard-mode send."""

@@ -96,7 +96,8 @@ def _blocks(view, n: int, call: str, what: str) -> list:
 
 def neighbor_allgather(c, topo: Topology, sendbuf, recvbuf):
     sb = as_typed(sendbuf, writable=False, op="Neighbor_allgather").view
-    rb = as_typed(recvbuf, writable=True, op="Neighbor_allgather").view
+    rb = as_typed(recvbuf, writable=True, op="Neighbor_allgather",
+                  blocks=max(len(topo.sources), 1)).view
     recvs = _blocks(rb, len(topo.sources), "Neighbor_allgather", "receive buffer")
     return _neighbors(c, topo, [sb] * len(topo.destinations), recvs)
 
@@ -111,8 +112,10 @@ def neighbor_allgatherv(c, topo: Topology, sendbuf, recvbuf):
 def neighbor_alltoall(c, topo: Topology, sendbuf, recvbuf):
     if sendbuf is IN_PLACE:
         raise UsageError("Neighbor_alltoall: MPI.IN_PLACE is not allowed")
-    sb = as_typed(sendbuf, writable=False, op="Neighbor_alltoall").view
-    rb = as_typed(recvbuf, writable=True, op="Neighbor_alltoall").view
+    sb = as_typed(sendbuf, writable=False, op="Neighbor_alltoall",
+                  blocks=max(len(topo.destinations), 1)).view
+    rb = as_typed(recvbuf, writable=True, op="Neighbor_alltoall",
+                  blocks=max(len(topo.sources), 1)).view
     return _neighbors(c, topo, _blocks(sb, len(topo.destinations), "Neighbor_alltoall",
                                        "send buffer"),
                       _blocks(rb, len(topo.sources), "Neighbor_alltoall", "receive buffer"))

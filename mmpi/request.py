@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ._native import MPI
 from ._op import Op
+from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError
 
 _native = MPI.Request
@@ -25,14 +26,6 @@ def bind(engine) -> None:
     """Make waits on native requests poll `engine` too (bridged mode)."""
     global _engine
     _engine = engine
-
-
-class _RequestType(type):
-    # mpi4py's requests are instances of MPI.Request under mmpi too.
-    def __instancecheck__(cls, obj) -> bool:
-        if cls is Request:
-            return isinstance(obj, _native)
-        return type.__instancecheck__(cls, obj)
 
 
 def _wait_native(test) -> None:
@@ -51,17 +44,23 @@ def _bridged(r) -> bool:
     return isinstance(r, BridgedRequest)
 
 
-class Request(_native, metaclass=_RequestType):
+class Request(_native, metaclass=StandIn):
     """A non-blocking operation: a native MPI request, or one of the bridge (mpi4py's API)."""
 
-    # -- one request, native: polite waits (instances made from a native request) -------
+    _stands_for = _native
+
+    # -- one request, native: polite waits -----------------------------------------------
     def Wait(self, status: MPI.Status | None = None) -> bool:
         """Wait for this request to complete."""
-        _wait_native(lambda: _native.Test(self, status))
-        return True
+        if isinstance(self, BridgedRequest):
+            return type(self).Wait(self, status)
+        _wait_native(lambda: _native.Get_status(self))
+        return _native.Wait(self, status)
 
     def wait(self, status: MPI.Status | None = None):
         """Wait for completion; return the received object (None for sends)."""
+        if isinstance(self, BridgedRequest):
+            return type(self).wait(self, status)
         _wait_native(lambda: _native.Get_status(self))
         return _native.wait(self, status)
 
@@ -432,9 +431,13 @@ class Message(MPI.Message):
 
     def Irecv(self, buf):
         """Start receiving the message into `buf`."""
-        from ._buffers import as_view
+        from . import _buffers
 
-        return self._take(as_view(buf, writable=True, op="Message.Irecv"), "Message.Irecv")
+        view = _buffers.as_view(buf, writable=True, op="Message.Irecv")
+        req = self._take(view, "Message.Irecv")
+        if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
+            req._op.after = _buffers.take_unpacks()
+        return req
 
     def Recv(self, buf, status: MPI.Status | None = None) -> None:
         """Receive the message into `buf`."""
@@ -448,5 +451,8 @@ class Message(MPI.Message):
         """Receive the message as an object."""
         return self.irecv().wait(status)
 
+
+dispatch_unbound(Request, _native)
+pickle_natively(_native, MPI.Prequest)
 
 __all__ = ["Request", "BridgedRequest", "Prequest", "Message", "bind"]

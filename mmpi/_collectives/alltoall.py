@@ -59,12 +59,12 @@ def _by_receiver(theirs: memoryview, sizes: list[int], nl: int, into: memoryview
 
 # -- alltoall ---------------------------------------------------------------------------------
 def alltoall(c: Coll, sendbuf, recvbuf):
-    rb = as_typed(recvbuf, writable=True, op="Alltoall")
+    rb = as_typed(recvbuf, writable=True, op="Alltoall", blocks=c.size)
     if sendbuf is IN_PLACE:
         sview = c.tmp(2, rb.nbytes)
         sview[:] = rb.view
     else:
-        sview = as_typed(sendbuf, writable=False, op="Alltoall").view
+        sview = as_typed(sendbuf, writable=False, op="Alltoall", blocks=c.size).view
     if len(sview) != rb.nbytes or rb.count % c.size:
         raise BufferError_(
             f"Alltoall on rank {c.rank}: send buffer has {len(sview)} bytes and receive buffer "
@@ -194,7 +194,7 @@ def _alltoallv(c: Coll, sv: Vector, rv: Vector):
 
 # -- allgather --------------------------------------------------------------------------------
 def allgather(c: Coll, sendbuf, recvbuf):
-    rb = as_typed(recvbuf, writable=True, op="Allgather")
+    rb = as_typed(recvbuf, writable=True, op="Allgather", blocks=c.size)
     if rb.count % c.size:
         raise BufferError_(f"Allgather on rank {c.rank}: receive buffer of {rb.nbytes} bytes "
                            f"is not {c.size} equal blocks")

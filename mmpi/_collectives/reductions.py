@@ -181,7 +181,8 @@ def _allreduce_split(c: Coll, sb: Typed | None, rb: Typed, op, k: int):
 # -- reduce_scatter ---------------------------------------------------------------------------
 def reduce_scatter_block(c: Coll, sendbuf, recvbuf, op):
     op = check_op(op, "Reduce_scatter_block")
-    rb = as_typed(recvbuf, writable=True, op="Reduce_scatter_block")
+    rb = as_typed(recvbuf, writable=True, op="Reduce_scatter_block",
+                  blocks=c.size if sendbuf is IN_PLACE else 1)
     if sendbuf is IN_PLACE:
         if rb.count % c.size:
             raise BufferError_("Reduce_scatter_block: with IN_PLACE the receive buffer must "
@@ -189,7 +190,7 @@ def reduce_scatter_block(c: Coll, sendbuf, recvbuf, op):
         sb, blk = rb, rb.nbytes // c.size
         out = rb.view[:blk]
     else:
-        sb = as_typed(sendbuf, writable=False, op="Reduce_scatter_block")
+        sb = as_typed(sendbuf, writable=False, op="Reduce_scatter_block", blocks=c.size)
         blk = rb.nbytes
         out = rb.view
         if sb.nbytes != blk * c.size:

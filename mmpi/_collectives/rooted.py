@@ -95,7 +95,7 @@ def gather(c: Coll, sendbuf, recvbuf, root):
     if c.rank != root:
         sb = as_typed(sendbuf, writable=False, op="Gather")
         return _gather_other(c, sb, root) if c.contiguous else _gatherv_other(c, sb, root)
-    rb = as_typed(recvbuf, writable=True, op="Gather")
+    rb = as_typed(recvbuf, writable=True, op="Gather", blocks=c.size)
     if rb.count % c.size:
         raise BufferError_(f"Gather on root {root}: receive buffer of {rb.nbytes} bytes is "
                            f"not {c.size} equal blocks")
@@ -191,7 +191,7 @@ def scatter(c: Coll, sendbuf, recvbuf, root):
     if c.rank != root:
         rb = as_typed(recvbuf, writable=True, op="Scatter")
         return _scatter_other(c, rb, root) if c.contiguous else _scatterv_other(c, rb, root)
-    sb = as_typed(sendbuf, writable=False, op="Scatter")
+    sb = as_typed(sendbuf, writable=False, op="Scatter", blocks=c.size)
     if sb.count % c.size:
         raise BufferError_(f"Scatter on root {root}: send buffer of {sb.nbytes} bytes is "
                            f"not {c.size} equal blocks")

@@ -11,17 +11,19 @@ import sys
 
 
 def _chain() -> None:
-    """Run the sitecustomize this one shadows, if there is one."""
+    """Run the sitecustomize this one shadows, if there is one (under another module name)."""
+    import importlib.util
+
     here = os.path.dirname(os.path.abspath(__file__))
-    del sys.modules["sitecustomize"]
-    path = sys.path[:]
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    try:
-        import sitecustomize  # noqa: F401
-    except ImportError:
-        pass
-    finally:
-        sys.path[:] = path
+    for entry in sys.path:
+        folder = os.path.abspath(entry or ".")
+        path = os.path.join(folder, "sitecustomize.py")
+        if folder != here and os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("_mmpi_shadowed_sitecustomize", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            return
 
 
 if os.environ.get("MMPI_RENDEZVOUS"):

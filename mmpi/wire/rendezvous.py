@@ -19,11 +19,21 @@ ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # path of the job's rendezvous directory
 ENV_CLUSTER = "MMPI_CLUSTER"  # "low" or "high" for cluster jobs
 ENV_CONNECT_TIMEOUT = "MMPI_CONNECT_TIMEOUT"  # seconds to wait for the forwarder at start-up
 ENV_FORWARDERS = "MMPI_FORWARDERS"  # number of forwarders in the job (default 1)
+# "1": in a rank whose PYTHONPATH starts with startup_dir(), `import mpi4py.MPI` gives the
+# bridged namespace; "0": such an import is refused (it would make a world of one cluster).
+ENV_MPI4PY_HOOK = "MMPI_MPI4PY_HOOK"
 
 SECRET_FILE = "secret"  # written by mmpi-run before anything starts
+OWNER_FILE = "owner"  # "<pid> <start time>" of the mmpi-run that made the directory
 # Where mmpi-run's rank watch listens ("unix:PATH" or "tcp:HOST:PORT", one per line, tried in
 # order); written before any job starts. Absent when the jobs were started by hand.
 WATCH_FILE = "watch"
+
+
+def startup_dir() -> str:
+    """The directory whose sitecustomize installs the mpi4py hook (first on PYTHONPATH)."""
+    # Computed from this file so that the launcher needs no import of the library's internals.
+    return str(Path(__file__).resolve().parent.parent / "_startup")
 
 
 def port_file(cluster: str, forwarder: int = 0) -> str:

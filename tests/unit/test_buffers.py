@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mmpi._buffers import as_view
+from mmpi._buffers import as_typed, as_vector, as_view
 from mmpi.errors import BufferError_
 
 
@@ -46,13 +46,78 @@ def test_too_large_count_refused():
         as_view([np.zeros(10, "i4"), 11, MPI.INT], writable=False, op="Send")
 
 
-def test_derived_datatype_refused():
+def test_derived_datatype_is_packed_for_sending():
     vec = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
     try:
-        with pytest.raises(BufferError_, match="unsupported datatype"):
-            as_view([np.zeros(4), 1, vec], writable=False, op="Send")
+        t = as_typed([np.arange(4.0), 1, vec], writable=False, op="Send")
+        assert np.frombuffer(t.view, "d").tolist() == [0.0, 2.0]
+        assert (t.count, t.dt) == (2, MPI.DOUBLE)  # reducible: made of doubles
     finally:
         vec.Free()
+
+
+def test_derived_datatype_is_unpacked_after_receiving():
+    from mmpi import _buffers
+
+    vec = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
+    try:
+        out = np.zeros(4)
+        t = as_typed([out, 1, vec], writable=True, op="Recv")
+        t.view[:] = np.array([7.0, 9.0]).tobytes()
+        for unpack in _buffers.take_unpacks():
+            unpack()
+        assert out.tolist() == [7.0, 0.0, 9.0, 0.0]
+    finally:
+        vec.Free()
+
+
+def test_struct_of_mixed_types_moves_as_bytes():
+    st = MPI.Datatype.Create_struct([1, 1], [0, 8], [MPI.DOUBLE, MPI.INT]).Commit()
+    try:
+        t = as_typed([bytearray(16), 1, st], writable=False, op="Send")
+        assert (t.dt, t.nbytes) == (MPI.BYTE, 12)
+    finally:
+        st.Free()
+
+
+def test_typecode_strings_and_four_item_specs():
+    a = np.arange(6, dtype="i")
+    assert as_typed([a, "i"], writable=False, op="Send").count == 6
+    t = as_typed([a, 2, 1, "i"], writable=False, op="Send")
+    assert np.frombuffer(t.view, "i").tolist() == [1, 2]
+    with pytest.raises(BufferError_, match="cannot map typecode 'zz'"):
+        as_typed([a, "zz"], writable=False, op="Send")
+
+
+def test_count_is_per_block_in_collectives():
+    buf = np.zeros(8, "i")
+    t = as_typed([buf, 2, MPI.INT], writable=True, op="Allgather", blocks=4)
+    assert t.count == 8 and t.nbytes == 32
+
+
+def test_dlpack_buffer_is_taken():
+    class Capsule:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    a = np.arange(3, dtype="d")
+    assert as_typed(Capsule(a), writable=False, op="Send").count == 3
+
+
+def test_vector_spec_forms_follow_mpi4py():
+    buf = np.zeros(6, "i")
+    v = as_vector([buf, 2, "i"], 3, writable=True, op="Gatherv")  # an integer count: every block
+    assert v.counts == [2, 2, 2] and v.displs == [0, 2, 4]
+    v = as_vector([buf, (1, 2), "i"], 3, writable=True, op="Gatherv")  # integer displ: a stride
+    assert v.counts == [1, 1, 1] and v.displs == [0, 2, 4]
+    v = as_vector(buf, 4, writable=True, op="Gatherv")  # no counts: split evenly
+    assert v.counts == [2, 2, 1, 1]
 
 
 def test_object_without_buffer_refused():

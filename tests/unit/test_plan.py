@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -16,15 +17,20 @@ from mmpi.wire import rendezvous as rv
 PY = "/usr/bin/python3"
 DIR = "/tmp/mmpi-test"
 MACHINE = Machine(cpus=2, sockets=1, cores_per_socket=2)  # "localhost" in these tests
+STARTUP = rv.startup_dir()
 
 
 def plan_for(
-    data: dict | None = None, command=("python", "prog.py"), machine=MACHINE, **overrides
+    data: dict | None = None,
+    command=("python", "prog.py"),
+    machine=MACHINE,
+    environ: dict | None = None,
+    **overrides,
 ) -> Plan:
     """Plan `command` for the job `data` (default: the embedded job) with CLI overrides."""
     config = load() if data is None else parse(data, environ={})
     config = with_overrides(config, **overrides)
-    return make_plan(config, list(command), DIR, python=PY, machine=machine)
+    return make_plan(config, list(command), DIR, python=PY, machine=machine, environ=environ)
 
 
 def clusters(low: dict | None = None, high: dict | None = None, **top) -> dict:
@@ -67,9 +73,14 @@ def test_cluster_contract():
             "MMPI_CLUSTER": name,
             "MMPI_CONNECT_TIMEOUT": "60",
             "MMPI_FORWARDERS": "1",
+            "MMPI_MPI4PY_HOOK": "1",
+            "PYTHONPATH": STARTUP,
             "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT": "60",
         }
         assert (launch.ranks, launch.first_vrank) == (2, first)
+    # Hydra hands its standard input to its rank 0: only virtual rank 0's job gets ours.
+    assert (low.stdin, high.stdin) == (True, False)
+    assert not plan.forwarders[0].stdin
 
 
 def test_prefix_pattern_is_hydra_rank_prefix_with_a_chunk_mark():
@@ -164,9 +175,44 @@ def test_env_layers():
     assert high.env["MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT"] == "60"
     assert plan.forwarders[0].env["B"] == "job"  # `env` is for every job
     # Only what the plan adds: the runner merges it over os.environ.
-    added = {"A", "B", "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT"}
-    contract = {rv.ENV_RENDEZVOUS, rv.ENV_CLUSTER, rv.ENV_CONNECT_TIMEOUT, rv.ENV_FORWARDERS}
+    added = {"A", "B", "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT", "PYTHONPATH"}
+    contract = {rv.ENV_RENDEZVOUS, rv.ENV_CLUSTER, rv.ENV_CONNECT_TIMEOUT, rv.ENV_FORWARDERS,
+                rv.ENV_MPI4PY_HOOK}
     assert set(low.env) == added | contract
+
+
+def test_mpi4py_hook_is_on_for_the_ranks_and_keeps_the_users_pythonpath():
+    plan = plan_for(environ={"PYTHONPATH": "/mine:/also"})
+    for launch in plan.clusters:
+        assert launch.env["PYTHONPATH"] == f"{STARTUP}:/mine:/also"
+        assert launch.env["MMPI_MPI4PY_HOOK"] == "1"
+    # The forwarder uses mpi4py's own MPI: no hook, and the user's path as it is.
+    assert "PYTHONPATH" not in plan.forwarders[0].env
+    assert "MMPI_MPI4PY_HOOK" not in plan.forwarders[0].env
+    # A PYTHONPATH in the job's env, or a cluster's, is the user's for that cluster.
+    data = clusters(high={"env": {"PYTHONPATH": "/high"}}, env={"PYTHONPATH": "/job"})
+    low, high = plan_for(data, environ={"PYTHONPATH": "/mine"}).clusters
+    assert low.env["PYTHONPATH"] == f"{STARTUP}:/job"
+    assert high.env["PYTHONPATH"] == f"{STARTUP}:/high"
+
+
+def test_startup_dir_holds_the_hook():
+    assert (Path(STARTUP) / "sitecustomize.py").is_file()
+    assert "MMPI_MPI4PY_HOOK" in (Path(STARTUP) / "sitecustomize.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("data", "overrides"),
+    [(None, {"mpi4py_hook": False}), (clusters(mpi4py_hook=False), {})],
+)
+def test_mpi4py_hook_off_by_flag_or_yaml(data, overrides):
+    for launch in plan_for(data, **overrides).clusters:
+        assert launch.env["MMPI_MPI4PY_HOOK"] == "0"
+        assert launch.env["PYTHONPATH"] == STARTUP  # the hook still refuses mpi4py.MPI
+
+
+def test_mpi4py_hook_key_must_be_a_boolean():
+    assert error_of(clusters(mpi4py_hook="no")) == "mpi4py_hook: expected true or false, got 'no'"
 
 
 def test_plan_is_frozen_and_pure():
@@ -198,7 +244,7 @@ def test_describe_lists_commands_and_env():
     command = "  $ mpiexec -n 2 -hosts a1:2 -prepend-pattern $'\\x1f[%r] ' python 'my prog.py'\n"
     assert command in text
     assert "    MMPI_CLUSTER=high\n" in text
-    assert "low (cluster, 2 ranks, virtual ranks 0-1)" in text
+    assert "low (cluster, 2 ranks, virtual ranks 0-1, standard input)" in text
     assert "high (cluster, 2 ranks, virtual ranks 2-3)" in text
     assert text.index("fwd0") < text.index("low (") < text.index("high (")
 
@@ -213,7 +259,10 @@ def test_dry_run(capsys, tmp_path, monkeypatch):
     assert "MMPI_RENDEZVOUS='<rendezvous-dir>'" in out
     assert "  $ mpiexec -n 3 -prepend-pattern $'\\x1f[%r] ' python prog.py -x\n" in out
     assert "MMPI_FORWARDERS=2" in out
+    assert f"    PYTHONPATH={STARTUP}" in out and "    MMPI_MPI4PY_HOOK=1\n" in out
     assert list(tmp_path.iterdir()) == []  # no rendezvous directory was made
+    assert main(["--no-mpi4py-hook", "--dry-run", "python", "prog.py"]) == 0
+    assert "    MMPI_MPI4PY_HOOK=0\n" in capsys.readouterr().out
 
 
 def test_dry_run_with_config_file(capsys, tmp_path):
@@ -235,7 +284,12 @@ def test_no_command_is_a_usage_error(capsys, argv):
 
 def test_help_and_bad_option(capsys):
     assert main(["--help"]) == 0
-    assert "--forwarders N" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--forwarders N" in out and "--no-mpi4py-hook" in out
+    # The exit statuses, shell conventions first.
+    assert "exit status:\n" in out and "128+N" in out and "137 SIGKILL" in out
+    assert "\n  69       the job did not run bridged" in out
+    assert "\n  70       internal error" in out
     assert main(["--low", "two", "prog"]) == 2
     assert "invalid int value" in capsys.readouterr().err
 
@@ -461,3 +515,12 @@ def test_dry_run_shows_the_rank_map(capsys, tmp_path):
         "mmpi-run: clusters.low: 3 ranks do not fit in 1 slots on [a1:1] "
         "(set oversubscribe: true to allow it)\n"
     )
+
+
+def test_a_bug_in_mmpi_run_has_its_own_status(capsys, monkeypatch):
+    def broken(args, command):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("launch.cli._main", broken)
+    assert main(["python", "prog.py"]) == 70
+    assert "internal error (a bug in mmpi-run)" in capsys.readouterr().err

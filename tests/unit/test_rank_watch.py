@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from launch import _watch
-from launch._diagnose import CONSEQUENCE, DIRECT, Finding, JobEnd, Report
+from launch._diagnose import CONSEQUENCE, DIRECT, UNKNOWN, Finding, JobEnd, Report
 from launch._watch import Departure, RankWatch, explain
 from launch.plan import CLUSTER, Launch, Plan
 from launch.runner import run
@@ -35,6 +35,7 @@ from pathlib import Path
 from mmpi.wire import watch
 rdv, cluster, how = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 m = watch.register(rdv, cluster, 1, os.getpid())
+(rdv / f"rank.{cluster}.1.pid").write_text(f"{os.getpid()} 3")  # as a rank that joined
 child = subprocess.Popen(["sleep", "30"]) if how == "child" else None
 print("ready", os.getpid(), child.pid if child else 0, flush=True)
 if how == "bye":
@@ -228,36 +229,40 @@ def test_the_proof_binds_the_rank_and_its_pid():
 
 D2 = Departure(2, "high", 0, 1234, 1.0)
 D3 = Departure(3, "high", 1, 1235, 1.1)
+SHOWN = ("high", 7)
 
 
-def report(who: str, what: str, directness: int, status: int = 9) -> Report:
-    end = JobEnd("high", CLUSTER, status, f"exited with status {status}")
-    return Report(Finding(end, who, what, directness, f"{who} {what}"), ())
+def report(who: str, what: str, directness: int, status: int = 137,
+           how: str = "exited with status 9") -> Report:
+    end = JobEnd("high", CLUSTER, status, how)
+    return Report(Finding(end, who, what, directness, f"{who} {what}", status), ())
 
 
 def test_hydra_and_the_ranks_say_more_than_the_watch():
     r = report("rank 2 (high:0, pid 1234)", "was killed by signal 9 (SIGKILL)", DIRECT)
-    assert explain([D2, D3], r) == (r.lines, 9, r.headline)
+    assert explain([D2, D3], r, SHOWN) == (r.lines, 137, r.headline, SHOWN)
 
 
 def test_the_first_departure_beats_a_cluster_mate_that_hydra_killed_after_it():
     r = report("rank 3 (high:1, pid 1235)", "was killed by signal 9 (SIGKILL)", DIRECT)
-    lines, status, headline = explain([D2, D3], r)
-    assert lines == [D2.sentence, "then rank 3 (high:1) left too",
-                     f"then {r.lines[0]}"]
-    assert (status, headline) == (1, "rank 2 (high:0) left without finalizing")
+    lines, status, headline, shown = explain([D2, D3], r, SHOWN)
+    assert lines == [D2.sentence, "then rank 3 (high:1) left too", f"then {r.lines[0]}"]
+    assert (status, headline, shown) == (1, "rank 2 (high:0) left without finalizing",
+                                         ("high", 0))
 
 
 def test_an_exception_beats_the_order_of_departures():
-    # ranks that raise RankGone abort in any order; what they said is the report
-    r = report("rank 3 (high:1, pid 1235)", "raised mmpi.errors.RankGone: ...", DIRECT, 1)
-    assert explain([D2, D3], r) == (r.lines, 1, r.headline)
+    # ranks that raise abort in any order; what they said is the report
+    r = report("rank 3 (high:1, pid 1235)", "raised RuntimeError: ...", DIRECT, 1)
+    assert explain([D2, D3], r, SHOWN) == (r.lines, 1, r.headline, SHOWN)
 
 
 def test_a_departure_beats_a_consequence_or_nothing():
     r = report("forwarder 'fwd0' (pid 99)", "aborted after losing rank 2", CONSEQUENCE)
-    assert explain([D2], r)[0] == [D2.sentence, f"then {r.lines[0]}"]
-    assert explain([D2], None) == ([D2.sentence], 1, D2.short)
+    assert explain([D2], r, SHOWN)[0] == [D2.sentence, f"then {r.lines[0]}"]
+    # the runner's own failure for the departure is not repeated
+    r = report("cluster 'high'", D2.sentence, UNKNOWN, 1, how=D2.sentence)
+    assert explain([D2], r, SHOWN) == ([D2.sentence], 1, D2.short, ("high", 0))
 
 
 # -- in the runner -------------------------------------------------------------------------

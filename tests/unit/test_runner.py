@@ -83,6 +83,10 @@ def rendezvous(tmp_path: Path) -> Path:
     path = tmp_path / "rendezvous"
     path.mkdir()
     (path / "secret").write_text("x")
+    # As if a rank of each cluster had joined the bridge (no process has pid 0), or the runner
+    # would fail these clusters of one-liners as separate worlds.
+    for c in ("low", "high"):
+        (path / f"rank.{c}.9.pid").write_text("0 9")
     return path
 
 
@@ -92,7 +96,7 @@ def rendezvous(tmp_path: Path) -> Path:
 def feed(demux: _RankDemux | _Labeller, *raw: str | bytes) -> list[str]:
     """Feed raw lines of a job's output; return what would be printed."""
     lines = [x for r in raw for x in demux.feed(r.encode() if isinstance(r, str) else r)]
-    return [str(x) for x in lines]
+    return [f"{x.label}{x.text}\n" for x in lines]
 
 
 def test_demux_rewrites_rank_prefixes():
@@ -121,7 +125,7 @@ def test_demux_keeps_partial_lines_until_eof():
     demux = _RankDemux("low", first_vrank=0)
     assert feed(demux, f"{M}[0] no newline") == []
     assert feed(demux, f"{M}[1] a\x1fb\n") == ["[low:1 v1] a\x1fb\n"]
-    assert [str(x) for x in demux.flush()] == ["[low:0 v0] no newline\n"]
+    assert [x.label + x.text for x in demux.flush()] == ["[low:0 v0] no newline"]
     assert demux.flush() == []
 
 
@@ -219,7 +223,7 @@ def test_sigterm_is_followed_by_sigkill(capsys, rendezvous, tmp_path):
 
 
 @pytest.mark.timeout(20)
-def test_hydra_banner_of_a_job_we_stop_is_dropped(capsys, rendezvous, tmp_path):
+def test_hydra_banners_go_to_the_log_only(capsys, rendezvous, tmp_path):
     pidfile = tmp_path / "low.pid"
     banner = [
         "",
@@ -250,12 +254,15 @@ def test_hydra_banner_of_a_job_we_stop_is_dropped(capsys, rendezvous, tmp_path):
             Launch("high", CLUSTER, py(failing, str(pidfile)), {}, 1, 2),
         )
     )
-    assert run(plan, rendezvous=rendezvous) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert lines.count("[high] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") == 1
-    assert lines.count("[low] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") == 1
-    assert "[low:0 v0] =   a rank's own line" in lines
-    assert len(lines) == 2 * len(banner) + 1
+    log = tmp_path / "out.log"
+    assert run(plan, rendezvous=rendezvous, log=log) == 1
+    # The report says who failed and how: Hydra's banners, of the failed job and of the jobs
+    # we stopped, would only bury it.
+    assert capsys.readouterr().out.splitlines() == ["[low:0 v0] =   a rank's own line"]
+    logged = log.read_text().splitlines()
+    assert logged.count("[high] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") == 1
+    assert logged.count("[low] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") == 2
+    assert "[low:0 v0] =   a rank's own line" in logged
 
 
 @pytest.mark.timeout(20)
@@ -269,7 +276,7 @@ def test_killed_by_signal(capsys, rendezvous):
 def test_forwarder_exiting_early_is_a_failure(capsys, rendezvous, tmp_path):
     pidfile = tmp_path / "low.pid"
     plan = Plan((fwd("print('leaving')"), sleeper("low", CLUSTER, pidfile)))
-    assert run(plan, rendezvous=rendezvous, early_exit_grace=0.3) == 1
+    assert run(plan, rendezvous=rendezvous, early_exit_grace=0.3) == 69  # not bridged
     assert wait_dead(pids(pidfile)) == []
     err = capsys.readouterr().err
     assert (
@@ -294,7 +301,8 @@ def test_forwarder_failure_is_reported_at_once(capsys, rendezvous, tmp_path):
         )
     )
     start = time.monotonic()
-    assert run(plan, rendezvous=rendezvous, early_exit_grace=30) == 7
+    # The forwarder's own status (a relay failure exits 3) is no program's: "not bridged".
+    assert run(plan, rendezvous=rendezvous, early_exit_grace=30) == 69
     assert time.monotonic() - start < 5.0
     assert "mmpi-run: forwarder 'fwd0' exited with status 7" in capsys.readouterr().err
 
@@ -303,7 +311,7 @@ def test_forwarder_failure_is_reported_at_once(capsys, rendezvous, tmp_path):
 def test_forwarder_that_never_exits(capsys, rendezvous, tmp_path):
     pidfile = tmp_path / "fwd.pid"
     plan = Plan((sleeper("fwd0", FORWARDER, pidfile), cluster("low", "pass")))
-    assert run(plan, rendezvous=rendezvous, shutdown_grace=0.3) == 1
+    assert run(plan, rendezvous=rendezvous, shutdown_grace=0.3) == 69
     assert wait_dead(pids(pidfile)) == []
     err = capsys.readouterr().err
     assert "forwarder 'fwd0' did not exit within 0.3 s after the clusters finished" in err
@@ -457,6 +465,127 @@ def test_jobs_die_with_a_killed_runner(tmp_path):
         runner_proc.wait()
 
 
+@pytest.mark.timeout(20)
+def test_a_killed_runner_leaves_no_rendezvous_and_no_shm(tmp_path):
+    # The watchdog: SIGKILL gives mmpi-run no chance; its helper must clean up after it.
+    rv = tmp_path / "mmpi-rv"
+    rv.mkdir()
+    (rv / "secret").write_text("x")
+    pidfile = tmp_path / "low.pid"
+    shm = Path(f"/dev/shm/mpich_shm_mmpitest_{os.getpid()}_{time.monotonic_ns()}")
+    job = SLEEPER.replace("time.sleep(60)", f"open({str(shm)!r}, 'w').close(); time.sleep(60)")
+    script = f"""
+    import sys
+    from launch.plan import Launch, Plan
+    from launch.runner import run
+    job = Launch("low", "cluster", (sys.executable, "-S", "-c", {job!r}, {str(pidfile)!r}),
+                 {{"MMPI_RENDEZVOUS": {str(rv)!r}}})
+    run(Plan((job,)), rendezvous={str(rv)!r})
+    """
+    runner_proc = subprocess.Popen(py(script, site=True))
+    try:
+        deadline = time.monotonic() + 10
+        while not (pidfile.exists() and shm.exists()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        job_pid = pids(pidfile)[0]
+        runner_proc.kill()
+        runner_proc.wait()
+        killed_at = time.monotonic()
+        while (rv.exists() or shm.exists()) and time.monotonic() < killed_at + 5:
+            time.sleep(0.02)
+        assert not rv.exists(), "the rendezvous directory (with the secret) was left behind"
+        assert not shm.exists(), "a shm segment of the job was left behind"
+        assert wait_dead([job_pid], timeout=1) == []
+    finally:
+        runner_proc.kill()
+        runner_proc.wait()
+        shm.unlink(missing_ok=True)
+
+
+@pytest.mark.timeout(20)
+def test_clusters_whose_ranks_never_join_are_separate_worlds(capsys, tmp_path):
+    rv = tmp_path / "rv"
+    rv.mkdir()
+    (rv / "port.0.low").write_text("port")  # the forwarder was ready; nobody came
+    pidfile = tmp_path / "fwd.pid"
+    plan = Plan(
+        (
+            sleeper("fwd0", FORWARDER, pidfile),
+            Launch("low", CLUSTER, py(AFTER_SLEEPERS + "print('alone')", str(pidfile)), {}, 2),
+            cluster("high", "import time; time.sleep(0.2); print('alone too')", 2, 2),
+        )
+    )
+    start = time.monotonic()
+    assert run(plan, rendezvous=rv) == 69
+    assert time.monotonic() - start < 5  # not the forwarder's shutdown grace of 10 s
+    assert wait_dead(pids(pidfile)) == []
+    err = capsys.readouterr().err
+    assert "mmpi-run: cluster 'low' finished (status 0) but no rank joined the bridge: the job " \
+           "ran as separate worlds, one per cluster, not as one of 4 ranks" in err
+
+
+@pytest.mark.timeout(20)
+def test_a_failed_run_keeps_its_log_a_good_one_does_not(capsys, rendezvous, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    code = f"""
+    import sys
+    print("{M}[0] working")
+    print("{M}[1] Traceback (most recent call last):", file=sys.stderr)
+    print("{M}[1] ValueError: bad", file=sys.stderr)
+    sys.exit(1)
+    """
+    assert run(Plan((cluster("low", code),)), rendezvous=rendezvous, log_dir=logs) == 1
+    (log,) = logs.iterdir()
+    assert log.name.startswith("mmpi-run.") and log.suffix == ".log"
+    logged = log.read_text().splitlines()  # stdout and stderr: each in order, not together
+    assert sorted(logged[:3]) == [
+        "[low:0 v0] working",
+        "[low:1 v1] Traceback (most recent call last):",
+        "[low:1 v1] ValueError: bad",
+    ]
+    assert logged[3:] == [
+        "mmpi-run: rank 1 (low:1) raised ValueError: bad; cluster 'low' exited with status 1",
+    ]
+    err = capsys.readouterr().err
+    assert err.endswith(f"mmpi-run: the output of every rank and forwarder is in {log}\n")
+    assert "[low:1 v1] ValueError: bad\n" in err  # the cause's own traceback, on screen
+    rv2 = tmp_path / "rv2"
+    rv2.mkdir()
+    (rv2 / "rank.low.0.pid").write_text("0 0")
+    assert run(Plan((cluster("low", "print('ok')"),)), rendezvous=rv2, log_dir=logs) == 0
+    assert len(list(logs.iterdir())) == 1
+    # A log the user asked for is written whatever happens.
+    rv3 = tmp_path / "rv3"
+    rv3.mkdir()
+    (rv3 / "rank.low.0.pid").write_text("0 0")
+    asked = tmp_path / "asked.log"
+    assert run(Plan((cluster("low", "print('ok')"),)), rendezvous=rv3, log=asked) == 0
+    assert asked.read_text() == "[low] ok\n"
+
+
+@pytest.mark.timeout(20)
+def test_stdin_goes_to_the_job_of_virtual_rank_0_only(tmp_path):
+    rv = tmp_path / "rv"
+    rv.mkdir()
+    for c in ("low", "high"):
+        (rv / f"rank.{c}.0.pid").write_text("0 0")
+    reader = "import sys; print(repr(sys.stdin.read()))"
+    script = f"""
+    import sys
+    from launch.plan import Launch, Plan
+    from launch.runner import run
+    py = (sys.executable, "-S", "-c", {reader!r})
+    plan = Plan((Launch("low", "cluster", py, {{}}, 1, 0, stdin=True),
+                 Launch("high", "cluster", py, {{}}, 1, 1)))
+    sys.exit(run(plan, rendezvous={str(rv)!r}))
+    """
+    p = subprocess.run(py(script, site=True), input="hello\n", capture_output=True, text=True,
+                       timeout=15)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == ["[high] ''", "[low] 'hello\\n'"]
+
+
 # -- failure reports: who is the cause, from what the jobs printed -------------------------------
 
 from launch._diagnose import Evidence, JobEnd, diagnose  # noqa: E402
@@ -518,7 +647,7 @@ def test_killed_rank_is_the_cause_not_the_forwarder_that_crashed_first():
         "then forwarder 'fwd0' (pid 6700) aborted (SIGABRT, exit status 6) "
         "after losing rank 3 (high:1, pid 6719)",
     ]
-    assert report.status == 9
+    assert report.status == 137  # as in the shell, though Hydra's own status is 9
     assert report.headline == "rank 2 (high:0) was killed by signal 9 (SIGKILL)"
 
 
@@ -561,9 +690,9 @@ def test_ranks_that_lost_the_forwarder_are_its_consequence():
     )
     assert report.lines == [
         "forwarder 'fwd0' (pid 6700) was killed by signal 9 (SIGKILL, exit status 9)",
-        f"then rank 0 (low:0, pid 6716) raised {lost}; cluster 'low' exited with status 1",
+        f"1 rank failed as a consequence: rank 0 (low:0) raised {lost}",
     ]
-    assert report.status == 9
+    assert report.status == 137
 
 
 def test_unknown_pid_and_old_banner_format():
@@ -606,7 +735,7 @@ def test_cascade_is_reported_cause_first(capsys, rendezvous):
             Launch("high", CLUSTER, py(high_code, str(rendezvous)), {}, 2, 2),
         )
     )
-    assert run(plan, rendezvous=rendezvous, failure_grace=2.0) == 9
+    assert run(plan, rendezvous=rendezvous, failure_grace=2.0) == 137
     err = capsys.readouterr().err.splitlines()
     ours = [line for line in err if line.startswith("mmpi-run: ")]
     assert ours == [
@@ -615,7 +744,7 @@ def test_cascade_is_reported_cause_first(capsys, rendezvous):
         "mmpi-run: then forwarder 'fwd0' (pid 6700) aborted (SIGABRT, exit status 6) "
         "after losing rank 3 (high:1, pid 6719); stopping the other jobs",
         "mmpi-run: stopped cluster 'low' (rank 2 (high:0) was killed by signal 9 (SIGKILL)); "
-        "exit status 9",
+        "exit status 137",
     ]
 
 

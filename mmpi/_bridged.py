@@ -1,0 +1,262 @@
+"""What every bridged communicator class shares: identity, naming, info, buffers, errors.
+
+The classes themselves (`comm.Comm`, `topology.Cartcomm`, ...) add mpi4py's base class; the
+methods come from mixins by concern: point-to-point (`_p2p_api`), collectives (`_coll_api`),
+communicators and groups (`_create_api`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ._coll_api import CollectiveMethods
+from ._communicator import Core
+from ._create_api import CommunicatorMethods
+from ._native import MPI
+from ._p2p_api import PointToPointMethods
+from .errors import MMPIError, NotBridged
+from .wire.layout import Layout
+
+
+class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
+    """What every bridged communicator class shares: identity and naming."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        """A new bridged communicator object (its native handle stays MPI_COMM_NULL)."""
+        native = next(b for b in cls.__mro__ if b.__module__ == "mpi4py.MPI")
+        return native.__new__(cls)
+
+    def __init__(self, core: Core, name: str = "") -> None:
+        self._core = core
+        self._name = name
+        self._tag_ub = core.engine.tag_ub
+        self._errhandler = MPI.ERRORS_RETURN
+        self._topo = None
+
+    def _wrap(self, core: Core, name: str, cls=None):
+        """A bridged communicator object for `core` (a plain one unless `cls` says)."""
+        return (cls or _plain_communicator())(core, name)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, _Bridged):
+            return other._core is self._core
+        if isinstance(other, MPI.Comm):  # a native one: only COMM_NULL, once this is freed
+            return self._core.freed and not MPI.Comm.__bool__(other)
+        return NotImplemented
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return id(self._core)
+
+    def __bool__(self) -> bool:
+        return not self._core.freed
+
+    def __reduce__(self):
+        if self._core is self._core.engine.communicators[0]:
+            return "COMM_WORLD"  # found again by name, as mpi4py's predefined handles
+        raise ValueError(f"cannot serialize '{type(self).__name__}' instance")
+
+    # -- info (kept, not interpreted) ----------------------------------------------------
+    def Set_info(self, info) -> None:
+        """Keep a copy of the hints (the bridge does not act on them)."""
+        self._info = info.Dup() if info != MPI.INFO_NULL else MPI.Info.Create()
+
+    def Get_info(self):
+        """A copy of the hints set on this communicator."""
+        info = getattr(self, "_info", None)
+        return info.Dup() if info is not None else MPI.Info.Create()
+
+    @property
+    def info(self):
+        """The hints set on this communicator."""
+        return self.Get_info()
+
+    @info.setter
+    def info(self, info) -> None:
+        self.Set_info(info)
+
+    # -- a buffer for buffered sends (MPI 4.1: per communicator; here, the process's) ----
+    def Attach_buffer(self, buf) -> None:
+        """Attach a buffer for this communicator's buffered sends."""
+        from ._p2p_api import attached
+
+        try:
+            attached.size = -1 if buf is MPI.BUFFER_AUTOMATIC else MPI.buffer(buf).nbytes
+        except (TypeError, ValueError, BufferError):
+            attached.size = -1
+        self._buffer = buf
+
+    def Detach_buffer(self):
+        """Detach it, once the buffered sends have completed."""
+        self.Flush_buffer()
+        buf, self._buffer = getattr(self, "_buffer", None), None
+        from ._p2p_api import attached
+
+        attached.size = 0
+        return buf
+
+    def Flush_buffer(self) -> None:
+        """Wait until the buffered sends have completed."""
+        from ._p2p_api import attached
+
+        self._core.engine.wait_for(lambda: all([op.poll() for op, _ in attached.pending]))
+
+    def Iflush_buffer(self):
+        """Flush_buffer, as a request (complete once it returns)."""
+        from ._op import completed
+        from .request import BridgedRequest
+
+        self.Flush_buffer()
+        return BridgedRequest(completed())
+
+    def __repr__(self) -> str:
+        core = self._core
+        return (f"<mmpi.{type(self).__name__} {self._name or '(unnamed)'} rank "
+                f"{core.rank}/{core.size} ({core.engine.cluster})>")
+
+    def Get_rank(self) -> int:
+        """Rank of this process in the communicator."""
+        return self._core.rank
+
+    def Get_size(self) -> int:
+        """Number of processes in the communicator."""
+        return self._core.size
+
+    @property
+    def rank(self) -> int:
+        """Rank of this process in the communicator."""
+        return self._core.rank
+
+    @property
+    def size(self) -> int:
+        """Number of processes in the communicator."""
+        return self._core.size
+
+    @property
+    def cluster(self) -> str:
+        """Name of this process's cluster: 'low' or 'high' (mmpi's own)."""
+        return self._core.engine.cluster
+
+    @property
+    def layout(self) -> Layout:
+        """Which cluster runs each rank of this communicator (mmpi's own)."""
+        owners = self._core.engine.layout.owners
+        return Layout.from_owners([owners[w] for w in self._core.members])
+
+    def Get_name(self) -> str:
+        """Name of the communicator."""
+        return self._name
+
+    def Set_name(self, name: str) -> None:
+        """Set the communicator's name."""
+        self._name = str(name)
+
+    @property
+    def name(self) -> str:
+        """Name of the communicator."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = str(value)
+
+    def Is_inter(self) -> bool:
+        """A bridged communicator is an intracommunicator."""
+        return False
+
+    def Is_intra(self) -> bool:
+        """A bridged communicator is an intracommunicator."""
+        return True
+
+    @property
+    def is_inter(self) -> bool:
+        """False: an intracommunicator."""
+        return False
+
+    @property
+    def is_intra(self) -> bool:
+        """True: an intracommunicator."""
+        return True
+
+    def Get_topology(self) -> int:
+        """MPI.CART, MPI.DIST_GRAPH, or MPI.UNDEFINED for none."""
+        return MPI.UNDEFINED if self._topo is None else self._topo.kind
+
+    @property
+    def topology(self) -> int:
+        """The topology kind."""
+        return self.Get_topology()
+
+    @property
+    def is_topo(self) -> bool:
+        """Whether a topology is attached."""
+        return self._topo is not None
+
+    def Abort(self, errorcode: int = 0):
+        """Abort the whole bridged job: this cluster aborts, mmpi-run stops the rest."""
+        self._core.engine.local.Abort(errorcode)
+
+    # -- error handlers ------------------------------------------------------------------
+    def Set_errhandler(self, errhandler) -> None:
+        """ERRORS_RETURN: errors raise (MPI.Exception); ERRORS_ARE_FATAL/ABORT: they abort."""
+        if errhandler == MPI.ERRORS_RETURN:
+            self.__class__ = _plain(type(self))
+        elif errhandler in (MPI.ERRORS_ARE_FATAL, MPI.ERRORS_ABORT):
+            self.__class__ = _fatal(_plain(type(self)))
+        else:
+            raise NotBridged("Set_errhandler: only MPI.ERRORS_RETURN, MPI.ERRORS_ARE_FATAL and "
+                             "MPI.ERRORS_ABORT are bridged, not user error handlers")
+        self._errhandler = errhandler
+
+    def Get_errhandler(self):
+        """The error handler set on this communicator."""
+        return self._errhandler
+
+
+def _plain_communicator() -> type:
+    """The bridged Intracomm class without a topology (comm.Comm)."""
+    for cls in _Bridged.__subclasses__():
+        if issubclass(cls, MPI.Intracomm) and not issubclass(cls, MPI.Topocomm):
+            return cls
+    raise RuntimeError("mmpi.comm is not loaded")
+
+
+_FATAL: dict[type, type] = {}
+
+
+def _plain(cls: type) -> type:
+    return getattr(cls, "_plain_class", cls)
+
+
+def _fatal(cls: type) -> type:
+    """`cls` with every public method aborting the job on an MPI error (ERRORS_ARE_FATAL)."""
+    fatal = _FATAL.get(cls)
+    if fatal is None:
+        methods = {}
+        for name in dir(cls):
+            attr = getattr(cls, name)
+            if not name.startswith("_") and callable(attr) and not isinstance(attr, type) \
+                    and name not in ("Set_errhandler", "Get_errhandler", "Abort"):
+                methods[name] = _aborting(name, attr)
+        fatal = _FATAL[cls] = type(cls.__name__, (cls,), {**methods, "_plain_class": cls,
+                                                           "__module__": cls.__module__})
+    return fatal
+
+
+def _aborting(name: str, method):
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (MMPIError, MPI.Exception) as exc:
+            print(f"mmpi: {name} on rank {self._core.rank}: {exc} (MPI.ERRORS_ARE_FATAL); "
+                  "aborting", file=sys.stderr, flush=True)
+            self._core.engine.local.Abort(1)
+
+    call.__name__ = name
+    call.__doc__ = method.__doc__
+    return call

@@ -1,0 +1,268 @@
+"""Bridged communicators with a process topology: Cartesian grids and distributed graphs.
+
+`TopologyMethods` makes them (Create_cart, Create_dist_graph(_adjacent)); `Cartcomm` and
+`Distgraphcomm` mirror mpi4py's classes, with the neighbourhood collectives (`_topo_api`).
+"""
+
+from __future__ import annotations
+
+from . import _topo_api as topo
+from ._bridged import _Bridged
+from ._native import MPI
+from ._p2p_api import as_int
+from .errors import MMPIError
+
+
+class TopologyMethods:
+    """Mixin of the bridged communicator: the calls that attach a topology."""
+
+    __slots__ = ()
+
+    def Create_cart(self, dims, periods=None, reorder=False):
+        """A Cartesian grid over the first prod(dims) ranks (COMM_NULL for the others)."""
+        core = self._core
+        dims, periods = topo.check_dims(dims, periods, core.size, core.rank)
+        n = 1
+        for d in dims:
+            n *= d
+        sub = self.Split(0 if core.rank < n else MPI.UNDEFINED, core.rank)
+        if sub == MPI.COMM_NULL:
+            return MPI.COMM_NULL
+        cart = Cartcomm(sub._core, "")
+        cart._dims, cart._periods = dims, periods
+        cart._topo = topo.cartesian(dims, periods, cart._core.rank)
+        return cart
+
+    def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
+                                   destweights=None, info=None, reorder=False):
+        """A duplicate of this communicator with these neighbours of this rank."""
+        new = Distgraphcomm(self.Dup()._core, "")
+        new._topo = topo.graph([as_int(s, "source", "Create_dist_graph_adjacent")
+                                for s in sources],
+                               [as_int(d, "destination", "Create_dist_graph_adjacent")
+                                for d in destinations])
+        new._weights = (_weights(sourceweights), _weights(destweights))
+        return new
+
+    def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None,
+                          reorder=False):
+        """A distributed graph from edges that any rank may give.
+
+        The edges are gathered; each rank keeps its own, in the order they were given.
+        """
+        edges = []
+        pos = 0
+        for s, d in zip(sources, degrees, strict=True):
+            for k in range(d):
+                w = weights[pos + k] if weights not in (None, MPI.UNWEIGHTED) else 1
+                edges.append((int(s), int(destinations[pos + k]), w))
+            pos += d
+        every = [e for part in self.allgather(edges) for e in part]
+        me = self._core.rank
+        ins = [(s, w) for s, d, w in every if d == me]
+        outs = [(d, w) for s, d, w in every if s == me]
+        weighted = weights not in (None, MPI.UNWEIGHTED)
+        return self.Create_dist_graph_adjacent(
+            [s for s, _ in ins], [d for d, _ in outs],
+            [w for _, w in ins] if weighted else None,
+            [w for _, w in outs] if weighted else None)
+
+
+def _weights(w):
+    if w is None or w is MPI.UNWEIGHTED:
+        return None
+    return [int(x) for x in w]
+
+
+class _Neighborhood:
+    """Neighbourhood collectives of a bridged communicator with a topology."""
+
+    __slots__ = ()
+
+    def _ncall(self, name, steps):
+        return self._run(name, steps)
+
+    def Neighbor_allgather(self, sendbuf, recvbuf) -> None:
+        """Gather one block from every source neighbour."""
+        c = self._c("Neighbor_allgather")
+        self._ncall("Neighbor_allgather", topo.neighbor_allgather(c, self._topo, sendbuf,
+                                                                  recvbuf))
+
+    def Neighbor_allgatherv(self, sendbuf, recvbuf) -> None:
+        """Gather blocks of varying size from the source neighbours."""
+        c = self._c("Neighbor_allgatherv")
+        self._ncall("Neighbor_allgatherv", topo.neighbor_allgatherv(c, self._topo, sendbuf,
+                                                                    recvbuf))
+
+    def Neighbor_alltoall(self, sendbuf, recvbuf) -> None:
+        """Block j to destination j, block i from source i."""
+        c = self._c("Neighbor_alltoall")
+        self._ncall("Neighbor_alltoall", topo.neighbor_alltoall(c, self._topo, sendbuf,
+                                                                recvbuf))
+
+    def Neighbor_alltoallv(self, sendbuf, recvbuf) -> None:
+        """Blocks of varying size to and from the neighbours."""
+        c = self._c("Neighbor_alltoallv")
+        self._ncall("Neighbor_alltoallv", topo.neighbor_alltoallv(c, self._topo, sendbuf,
+                                                                  recvbuf))
+
+    def Ineighbor_allgather(self, sendbuf, recvbuf):
+        """Non-blocking Neighbor_allgather."""
+        c = self._c("Ineighbor_allgather")
+        return self._submit("Ineighbor_allgather",
+                            topo.neighbor_allgather(c, self._topo, sendbuf, recvbuf))
+
+    def Ineighbor_allgatherv(self, sendbuf, recvbuf):
+        """Non-blocking Neighbor_allgatherv."""
+        c = self._c("Ineighbor_allgatherv")
+        return self._submit("Ineighbor_allgatherv",
+                            topo.neighbor_allgatherv(c, self._topo, sendbuf, recvbuf))
+
+    def Ineighbor_alltoall(self, sendbuf, recvbuf):
+        """Non-blocking Neighbor_alltoall."""
+        c = self._c("Ineighbor_alltoall")
+        return self._submit("Ineighbor_alltoall",
+                            topo.neighbor_alltoall(c, self._topo, sendbuf, recvbuf))
+
+    def Ineighbor_alltoallv(self, sendbuf, recvbuf):
+        """Non-blocking Neighbor_alltoallv."""
+        c = self._c("Ineighbor_alltoallv")
+        return self._submit("Ineighbor_alltoallv",
+                            topo.neighbor_alltoallv(c, self._topo, sendbuf, recvbuf))
+
+    def neighbor_allgather(self, sendobj):
+        """The objects of the source neighbours, in order."""
+        c = self._c("neighbor_allgather")
+        objs = [sendobj] * len(self._topo.destinations)
+        return self._ncall("neighbor_allgather", topo.neighbor_objects(c, self._topo, objs))
+
+    def neighbor_alltoall(self, sendobj):
+        """sendobj[j] to destination j; the list of what the sources sent."""
+        c = self._c("neighbor_alltoall")
+        return self._ncall("neighbor_alltoall",
+                           topo.neighbor_objects(c, self._topo, list(sendobj)))
+
+    @property
+    def indegree(self) -> int:
+        """Number of source neighbours."""
+        return len(self._topo.sources)
+
+    @property
+    def outdegree(self) -> int:
+        """Number of destination neighbours."""
+        return len(self._topo.destinations)
+
+    @property
+    def degrees(self) -> tuple[int, int]:
+        """(indegree, outdegree)."""
+        return self.indegree, self.outdegree
+
+    @property
+    def inedges(self) -> list[int]:
+        """The source neighbours."""
+        return list(self._topo.sources)
+
+    @property
+    def outedges(self) -> list[int]:
+        """The destination neighbours."""
+        return list(self._topo.destinations)
+
+    @property
+    def inoutedges(self) -> tuple[list[int], list[int]]:
+        """(sources, destinations)."""
+        return self.inedges, self.outedges
+
+
+class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
+    """A bridged communicator with a Cartesian topology (mirrors mpi4py.MPI.Cartcomm)."""
+
+    def Get_dim(self) -> int:
+        """Number of dimensions."""
+        return len(self._dims)
+
+    @property
+    def dim(self) -> int:
+        """Number of dimensions."""
+        return len(self._dims)
+
+    ndim = dim
+
+    @property
+    def dims(self) -> list[int]:
+        """The grid's extent in each dimension."""
+        return list(self._dims)
+
+    @property
+    def periods(self) -> list[int]:
+        """Periodicity of each dimension (1 or 0)."""
+        return [int(p) for p in self._periods]
+
+    def Get_topo(self) -> tuple[list[int], list[int], list[int]]:
+        """(dims, periods, coords of this rank)."""
+        return self.dims, self.periods, self.Get_coords(self._core.rank)
+
+    @property
+    def topo(self):
+        """(dims, periods, coords)."""
+        return self.Get_topo()
+
+    @property
+    def coords(self) -> list[int]:
+        """Coordinates of this rank."""
+        return self.Get_coords(self._core.rank)
+
+    def Get_coords(self, rank: int) -> list[int]:
+        """Coordinates of `rank`."""
+        rank = as_int(rank, "rank", "Get_coords")
+        if not 0 <= rank < self._core.size:
+            raise MMPIError(f"Get_coords: rank {rank} is not in the grid")
+        return topo.cart_coords(self._dims, rank)
+
+    def Get_cart_rank(self, coords) -> int:
+        """The rank at `coords` (periodic dimensions wrap)."""
+        rank = topo.cart_rank(self._dims, self._periods, [int(x) for x in coords])
+        if rank == MPI.PROC_NULL:
+            raise MMPIError(f"Get_cart_rank: {list(coords)} is outside the grid {self._dims}")
+        return rank
+
+    def Shift(self, direction: int, disp: int) -> tuple[int, int]:
+        """(source, dest) `disp` steps along `direction` (PROC_NULL off an edge)."""
+        me = topo.cart_coords(self._dims, self._core.rank)
+        up, down = list(me), list(me)
+        up[direction] += disp
+        down[direction] -= disp
+        return (topo.cart_rank(self._dims, self._periods, down),
+                topo.cart_rank(self._dims, self._periods, up))
+
+    def Sub(self, remain_dims):
+        """The sub-grid through this rank that keeps the dimensions `remain_dims` marks."""
+        keep = [bool(k) for k in remain_dims]
+        me = topo.cart_coords(self._dims, self._core.rank)
+        color = 0
+        for d, k in enumerate(keep):
+            if not k:
+                color = color * self._dims[d] + me[d]
+        sub = self.Split(color, self._core.rank)
+        dims = [d for d, k in zip(self._dims, keep, strict=True) if k]
+        periods = [p for p, k in zip(self._periods, keep, strict=True) if k]
+        cart = Cartcomm(sub._core, "")
+        cart._dims, cart._periods = dims, periods
+        cart._topo = topo.cartesian(dims, periods, cart._core.rank)
+        return cart
+
+
+class Distgraphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Distgraphcomm):
+    """A bridged communicator with a distributed graph (mirrors mpi4py.MPI.Distgraphcomm)."""
+
+    def Get_dist_neighbors_count(self) -> tuple[int, int, bool]:
+        """(indegree, outdegree, weighted)."""
+        return self.indegree, self.outdegree, self._weights[0] is not None
+
+    def Get_dist_neighbors(self):
+        """(sources, destinations, (sourceweights, destweights) or None)."""
+        w = None if self._weights[0] is None else (list(self._weights[0]),
+                                                   list(self._weights[1] or []))
+        return self.inedges, self.outedges, w
+
+
+__all__ = ["TopologyMethods", "Cartcomm", "Distgraphcomm"]

@@ -1,0 +1,185 @@
+"""Tests of launch._diagnose on text: consequences in one line, MPICH error stacks, stopped
+forwarders, the shell's statuses for signals."""
+# ruff: noqa: D103  (test names say what they check)
+
+from __future__ import annotations
+
+from launch._diagnose import CLUSTER, FORWARDER, Evidence, JobEnd, diagnose
+from launch.hygiene import Pids
+
+PIDS = Pids(
+    {("low", 0): (6716, 0), ("low", 1): (6717, 1), ("high", 0): (6718, 2), ("high", 1): (6719, 3)},
+    {0: 6700},
+)
+GONE = (
+    "mmpi.errors.RankGone: Barrier on rank {v}: rank 1 has already finalized (or exited) after "
+    "0 collective call(s); this is call 1, which it will never join"
+)
+LOST = (
+    "mmpi.errors.ForwarderLost: rank {v} ({c} cluster, local rank {l}): lost the forwarder: "
+    "nothing heard from it for 5 s of waiting (it sends a heartbeat every 0.5 s)"
+)
+
+
+def raised(local: int, text: str, ev: Evidence | None = None) -> Evidence:
+    """Evidence of a rank that printed a traceback ending in `text`, then MPI_Abort's notice."""
+    ev = ev or Evidence()
+    ev.feed(local, "Traceback (most recent call last):")
+    ev.feed(local, '  File "prog.py", line 3, in <module>')
+    for line in text.split("\n"):
+        ev.feed(local, line)
+    ev.feed(local, f"Abort(1) on node {local} (rank {local} in comm 0): application called "
+                   f"MPI_Abort(MPI_COMM_WORLD, 1) - process {local}")
+    return ev
+
+
+def test_ranks_that_failed_as_a_consequence_are_one_line():
+    low = raised(0, "ValueError: bad input on rank 0")
+    high = raised(1, GONE.format(v=3), raised(0, GONE.format(v=2)))
+    report = diagnose(
+        [
+            JobEnd("high", CLUSTER, 1, "exited with status 1", high, 2, 0),
+            JobEnd("low", CLUSTER, 1, "exited with status 1", low, 0, 1),
+        ],
+        PIDS,
+    )
+    # The direct cause wins over the RankGone that the first job to exit reported.
+    assert report.lines == [
+        "rank 0 (low:0, pid 6716) raised ValueError: bad input on rank 0; "
+        "cluster 'low' exited with status 1",
+        f"2 other ranks failed as a consequence: rank 2 (high:0) raised {GONE.format(v=2)}; "
+        "rank 3 (high:1) raised RankGone",
+    ]
+    assert report.cause_rank == ("low", 0)
+    assert report.status == 1
+
+
+def test_ranks_that_failed_alike_are_not_called_a_consequence():
+    ev = raised(1, "ValueError: bad input", raised(0, "ValueError: bad input"))
+    report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)], PIDS)
+    assert report.lines[1] == "1 other rank failed too: rank 1 (low:1) raised ValueError: bad input"
+
+
+def test_ranks_of_a_job_still_running_count_too():
+    low = raised(0, "ValueError: bad input")
+    high = raised(0, LOST.format(v=2, c="high", l=0))
+    report = diagnose(
+        [JobEnd("low", CLUSTER, 1, "exited with status 1", low)],
+        PIDS,
+        stopped=[JobEnd("high", CLUSTER, 0, "was stopped", high, 2)],
+    )
+    assert report.lines[-1].startswith("1 other rank failed as a consequence: rank 2 (high:0) ")
+
+
+MPICH_STACK = [
+    "internal_Allreduce_c(342).........................: MPI_Allreduce_c(sendbuf=0x55c9cbb57020, "
+    "recvbuf=0x55c9cbd2c1e0, count=4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) failed",
+    "MPID_Allreduce(483)...............................: ",
+    "MPIR_Wait(745)....................................: ",
+    "MPIDIG_recv_type_init(74).........................: Message from rank 1 and tag 14 "
+    "truncated; 16 bytes received but buffer size is 32",
+]
+
+
+def test_an_mpich_error_stack_is_summed_up_by_the_call_and_the_error():
+    ev = raised(1, "\n".join(["mpi4py.MPI.Exception: Message truncated, error stack:",
+                              *MPICH_STACK]))
+    (line,) = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)]).lines
+    assert line == (
+        "rank 1 (low:1) raised mpi4py.MPI.Exception: Message truncated: "
+        "MPI_Allreduce_c(count=4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) failed: "
+        "Message from rank 1 and tag 14 truncated; 16 bytes received but buffer size is 32; "
+        "cluster 'low' exited with status 1"
+    )
+
+
+def test_the_stack_of_mmpis_own_wait_and_of_a_fatal_abort():
+    # As a bridged Allreduce with counts that differ inside one cluster printed it.
+    ev = raised(1, "\n".join([
+        "mpi4py.MPI.Exception: Other MPI error, error stack:",
+        "internal_Test(109)..............: MPI_Test(request=0x7fc6d9b80dd0, flag=0x7ffdebcddc90, "
+        "status=0x1) failed",
+        "MPIDU_Sched_progress_state(1152): Other MPI error",
+    ]))
+    report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)])
+    assert report.headline == (
+        "rank 1 (low:1) raised mpi4py.MPI.Exception: Other MPI error: MPI_Test() failed: "
+        "Other MPI error"
+    )
+    # MPICH's own fatal handler: no traceback, the abort line and its stack.
+    ev = Evidence()
+    ev.feed(0, "Abort(609824142) on node 0 (rank 0 in comm 0): Fatal error in "
+               "internal_Allreduce_c: Message truncated, error stack:")
+    for line in MPICH_STACK:
+        ev.feed(0, line)
+    report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)])
+    assert report.headline == (
+        "rank 0 (low:0) aborted: Fatal error in internal_Allreduce_c: Message truncated: "
+        "MPI_Allreduce_c(count=4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) failed: Message from "
+        "rank 1 and tag 14 truncated; 16 bytes received but buffer size is 32"
+    )
+
+
+def lost_everywhere() -> list[JobEnd]:
+    return [
+        JobEnd("low", CLUSTER, 1, "exited with status 1",
+               raised(1, LOST.format(v=1, c="low", l=1)), 0, 0),
+        JobEnd("high", CLUSTER, 1, "exited with status 1",
+               raised(0, LOST.format(v=2, c="high", l=0)), 2, 1),
+    ]  # fmt: skip
+
+
+def test_a_stopped_forwarder_is_the_cause_not_the_ranks_that_lost_it():
+    report = diagnose(lost_everywhere(), PIDS, forwarder_states={0: "T"})
+    assert report.lines[0] == (
+        "forwarder 'fwd0' (pid 6700) is stopped (SIGSTOP): it stopped answering"
+    )
+    assert report.lines[1].startswith("2 ranks failed as a consequence: rank 1 (low:1) ")
+    assert report.status == 69
+
+
+def test_a_wedged_or_vanished_forwarder_is_named_too():
+    report = diagnose(lost_everywhere(), PIDS, forwarder_states={0: "S"})
+    assert report.headline == (
+        "forwarder 'fwd0' is still running but stopped answering (wedged)"
+    )
+    report = diagnose(lost_everywhere(), PIDS, forwarder_states={0: None})
+    assert report.headline == "forwarder 'fwd0' is gone: it stopped answering"
+    # Without its state (no pid file), the ranks' words are all there is.
+    assert diagnose(lost_everywhere(), PIDS).headline.startswith("rank 1 (low:1) raised ")
+
+
+def test_the_second_of_several_forwarders():
+    lost = LOST.format(v=1, c="low", l=1).replace("lost the forwarder", "lost forwarder 1")
+    end = JobEnd("low", CLUSTER, 1, "exited with status 1", raised(1, lost))
+    pids = Pids(PIDS.ranks, {0: 6700, 1: 6701})
+    report = diagnose([end], pids, forwarder_states={0: "S", 1: "T"})
+    assert report.headline == "forwarder 'fwd1' is stopped (SIGSTOP): it stopped answering"
+
+
+def test_signals_give_the_shells_status():
+    banner = ["=   PID 6718 RUNNING AT vm", "=   KILLED BY SIGNAL: 9 (Killed)"]
+    ev = Evidence()
+    for line in banner:
+        ev.feed(None, line)
+    assert diagnose([JobEnd("high", CLUSTER, 9, "exited with status 9", ev, 2)], PIDS).status == 137
+    # A forwarder that failed by itself, not by a signal, is no program's status.
+    ev = Evidence()
+    ev.feed(None, "=   PID 6700 RUNNING AT vm")
+    ev.feed(None, "=   EXIT CODE: 3")
+    report = diagnose([JobEnd("fwd0", FORWARDER, 3, "exited with status 3", ev)], PIDS)
+    assert (report.headline, report.status) == ("forwarder 'fwd0' exited with status 3", 69)
+
+
+def test_a_rank_without_pid_file_is_named_by_its_own_words():
+    # --no-mpi4py-hook: the rank fails at import, before it joins (so before its pid file).
+    ev = Evidence()
+    for line in ["=   PID 4242 RUNNING AT vm", "=   EXIT CODE: 1"]:
+        ev.feed(None, line)
+    ev.feed(1, "Traceback (most recent call last):")
+    ev.feed(1, "ImportError: mmpi-run started this rank with the mpi4py hook off")
+    (line,) = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)]).lines
+    assert line == (
+        "rank 1 (low:1) raised ImportError: mmpi-run started this rank with the mpi4py hook off; "
+        "cluster 'low' exited with status 1"
+    )
