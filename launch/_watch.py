@@ -100,6 +100,7 @@ class RankWatch:
         self._wake_r, self._wake_w = socket.socketpair()
         self._thread: threading.Thread | None = None
         self._secret = ""
+        self._abort_seen = False  # some rank said it calls MPI_Abort
 
     def start(self) -> None:
         """Listen, publish the addresses in the rendezvous directory, start the thread."""
@@ -128,7 +129,8 @@ class RankWatch:
     def departed(self) -> list[Departure]:
         """The ranks that have left without finalizing, in the order they left.
 
-        Not those that said they were calling MPI_Abort: Hydra reports them, with the reason.
+        Not those that said they were calling MPI_Abort, nor any that left after such a
+        notice (Hydra kills an aborting rank's cluster-mates): Hydra reports those.
         """
         with self._lock:
             return list(self._departed)
@@ -200,7 +202,10 @@ class RankWatch:
         except OSError:
             data = b""  # reset by the peer: it is gone all the same
         if not data:
-            if conn.rank is not None and not conn.bye and not conn.aborting:
+            # Once any rank has said it aborts, Hydra kills its cluster-mates: they are no
+            # cause, and the abort is reported by Hydra (with the rank's words).
+            if (conn.rank is not None and not conn.bye and not conn.aborting
+                    and not self._abort_seen):
                 cluster, local, pid = conn.rank
                 first = self.clusters[cluster][0]
                 with self._lock:
@@ -221,7 +226,7 @@ class RankWatch:
                 conn.bye = True
                 return
             elif line + b"\n" == W.ABORT:
-                conn.aborting = True
+                conn.aborting = self._abort_seen = True
         if len(conn.buf) > W.MAX_LINE:
             self._drop(sel, conn)
 

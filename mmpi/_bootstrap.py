@@ -204,11 +204,11 @@ def _install_exit_hook(world, engine) -> None:
 
     def exit(status=None):
         if status not in (None, 0) and not engine.finalized:
+            _aborting()
             print(f"mmpi: rank {engine.vrank} ({engine.cluster}:{engine.local_rank}) called "
                   f"sys.exit({status!r}) before the job finished; aborting", file=sys.stderr,
                   flush=True)
             time.sleep(0.3)  # let Hydra forward the output first (see the except hook)
-            _aborting()
             world.Abort(status if isinstance(status, int) else 1)
         real_exit(status)
 
@@ -220,6 +220,7 @@ def _install_excepthook(world) -> None:
     previous = sys.excepthook
 
     def hook(etype, value, tb):
+        _aborting()  # first: Hydra may kill us on a cluster-mate's abort while we print
         previous(etype, value, tb)
         try:
             sys.stderr.flush()
@@ -228,7 +229,6 @@ def _install_excepthook(world) -> None:
             # traceback lines lost in 4 of 40 runs); give it a moment to forward them.
             time.sleep(0.3)
         finally:
-            _aborting()
             world.Abort(1)
 
     sys.excepthook = hook

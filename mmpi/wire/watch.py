@@ -10,8 +10,9 @@ learns at once that a rank left, and whether it had finalized first::
                                                                           CLUSTER, LOCAL, PID)
     mmpi-run -> rank   "ok\n"
     rank -> mmpi-run   "bye\n"  once the rank has finalized; then it closes the socket
-    rank -> mmpi-run   "abort\n"  instead, right before MPI_Abort: Hydra will report it, and
-                                 better (the exception, the sys.exit status)
+    rank -> mmpi-run   "abort\n"  instead, as soon as it knows it will call MPI_Abort: Hydra
+                                 will report it, and better (the exception, the sys.exit
+                                 status); ranks that leave after that are its consequences
 
 mmpi-run writes where it listens to the rendezvous file `rendezvous.WATCH_FILE`, one address a
 line ("unix:PATH", "tcp:HOST:PORT"), tried in order. Without that file (jobs started by hand)

@@ -8,17 +8,18 @@ import time
 import uuid
 
 import pytest
-from conftest import PROGS, ROOT, mmpi_run_cmd
+from conftest import PROGS, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi
 
 
-def _vanish(mode: str, victim: int, wait: str, low: int = 2, high: int = 2):
+def _vanish(tmp_path, mode: str, victim: int, wait: str, low: int = 2, high: int = 2):
     """Run vanish.py under mmpi-run; return (process, output, seconds from fault to exit)."""
     marker = f"vanish-{uuid.uuid4().hex[:10]}"
     cmd = [*mmpi_run_cmd(), "--low", str(low), "--high", str(high), sys.executable,
            str(PROGS / "vanish.py"), mode, str(victim), wait, marker]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    # (in tmp_path: a failed run keeps its log in the current directory)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     ended = time.time()
     out = p.stdout + p.stderr
     fault = re.search(r"FAULT (\d+\.\d+)", out)
@@ -38,9 +39,9 @@ def _who(victim: int, low: int) -> str:
 @pytest.mark.parametrize(("low", "high", "victim", "wait"), [
     (2, 2, 2, "recv"), (2, 2, 1, "barrier"), (3, 1, 3, "recv"), (3, 1, 1, "barrier"),
 ])
-def test_os_exit_0_ends_the_job(low, high, victim, wait):
+def test_os_exit_0_ends_the_job(tmp_path, low, high, victim, wait):
     """MPI reports nothing and Hydra waits (status 0): this job used to hang for ever."""
-    p, out, took = _vanish("os-exit", victim, wait, low, high)
+    p, out, took = _vanish(tmp_path, "os-exit", victim, wait, low, high)
     assert p.returncode != 0, out
     assert re.search(rf"mmpi-run: {_who(victim, low)} left without finalizing: os._exit or "
                      "a crash", out), out
@@ -57,8 +58,8 @@ def test_os_exit_0_ends_the_job(low, high, victim, wait):
     ("sys-exit", "", 10),
     ("return", "", 10),
 ])
-def test_every_other_way_of_leaving_ends_the_job(mode, how, limit):
-    p, out, took = _vanish(mode, 2, "recv")
+def test_every_other_way_of_leaving_ends_the_job(tmp_path, mode, how, limit):
+    p, out, took = _vanish(tmp_path, mode, 2, "recv")
     assert p.returncode != 0, out
     if how:
         assert re.search(rf"mmpi-run: {_who(2, 2)} {how}", out), out

@@ -46,6 +46,8 @@ if how == "os-exit":
 if how == "abort":  # what the except hook does before MPI_Abort
     m.aborting()
     os._exit(1)
+if how == "abort-slowly":  # the except hook printing a long traceback
+    m.aborting()
 time.sleep(30)  # "kill", "child": SIGKILLed by the test
 """
 
@@ -102,6 +104,19 @@ def test_a_rank_that_aborts_is_left_to_hydra(watch):
     assert p.wait() == 1
     time.sleep(0.2)
     assert watch.departed() == []
+
+
+@pytest.mark.timeout(30)
+def test_ranks_that_leave_after_an_abort_notice_are_its_consequences(watch):
+    aborting, (pid, _) = rank(watch.rendezvous, "abort-slowly", "low")
+    try:
+        mate, _ = rank(watch.rendezvous, "os-exit")  # say, killed by Hydra for that abort
+        mate.wait()
+        time.sleep(0.2)
+        assert watch.departed() == []
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        aborting.wait()
 
 
 @pytest.mark.timeout(30)
