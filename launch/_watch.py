@@ -14,6 +14,9 @@ Rules:
 - Only connections that prove the job secret count (a stranger fakes neither a departure nor
   a goodbye); unproven ones are closed after PROOF_TIMEOUT, and at most MAX_CONNECTIONS are
   held.
+- A rank about to call MPI_Abort (mmpi's except and exit hooks) says so first. It, and every
+  rank that leaves after such a notice (Hydra kills an aborting rank's cluster-mates), is left
+  to Hydra's report, which says why; only departures before any abort count.
 - One thread blocked in `select`, woken by the ranks or by `close`; no polling. Its sockets
   are not inherited by the jobs it starts (PEP 446), so only the ranks hold their ends.
 """
