@@ -3,7 +3,7 @@
 Rule 1: nothing a connection sends before it has proven the job secret is relayed. The
         intercommunicator `Accept` returns carries the challenge and the answer only; an
         admitted cluster's control and data channels are Dup'ed from it after the proof
-        (protocol Rule 7), so they are communicators the stranger never had.
+        (protocol Rule 8), so they are communicators the stranger never had.
 Rule 2: a refused connection is never freed while the forwarder runs. MPICH gives a freed
         context id to the next communicator it creates, and whatever the stranger sent or
         still sends on the old one would then match there: that is how a stranger's queued

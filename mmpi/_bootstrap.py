@@ -5,7 +5,7 @@ mmpi-run's rank watch (`wire.watch`; it says "bye" once finalized), local rank 0
 forwarder's port file for this cluster, the cluster connects collectively, rank 0 answers the
 forwarder's challenge with an HMAC of the job secret (in the private rendezvous directory;
 the secret itself never travels), every rank waits to be admitted, the cluster Dups a fresh
-control and a data channel from the connection (protocol Rule 7), and every rank waits for the
+control and a data channel from the connection (protocol Rule 8), and every rank waits for the
 forwarder's layout message.
 """
 
@@ -24,7 +24,18 @@ from .wire import watch
 from .wire.knobs import env_int
 
 _engine = None
+_world = None
 _membership: watch.Membership | None = None  # our registration with mmpi-run's rank watch
+
+
+def engine():
+    """The engine of this rank once the bridge is joined, else None."""
+    return _engine
+
+
+def world():
+    """The bridged COMM_WORLD once the bridge is joined, else None."""
+    return _world
 
 
 def join():
@@ -51,6 +62,11 @@ def join():
     for index in range(nfwd):
         links.append(_connect(world, path, cluster, index, timeout))
     comm = world_over(cluster, world, links, timeout)
+    if os.environ.get(R.ENV_MONITOR):  # mmpi-run --monitor: count from the start
+        from ._monitor import Monitor, Session
+
+        Session.monitor = Monitor(_engine.vrank, _engine.layout.owners)
+        _engine.set_monitor(Session.monitor)
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
     R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {_engine.vrank}")
     atexit.register(finalize)
@@ -85,7 +101,9 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     )
     core = make_world(engine)
     request.bind(engine)
-    return Comm(core, "MPI_COMM_WORLD")
+    global _world
+    _world = Comm(core, "MPI_COMM_WORLD")
+    return _world
 
 
 def _connect(world, path: Path, cluster: str, index: int, timeout: float):
@@ -148,6 +166,7 @@ def _wait_control(ctrl, tag: int, timeout: float, cluster: str,
 def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
+        _save_monitor()
         _engine.finalize()
         _leave_watch()
         if os.environ.get("MMPI_SKIP_MPI_FINALIZE"):
@@ -166,6 +185,15 @@ def _leave_watch() -> None:
     if _membership is not None:
         _membership.leave()
         _membership = None
+
+
+def _save_monitor() -> None:
+    """mmpi-run --monitor: write this rank's counters before leaving."""
+    directory = os.environ.get(R.ENV_MONITOR)
+    from ._monitor import Session
+
+    if directory and Session.monitor is not None:
+        Session.monitor.save(directory, _engine.cluster)
 
 
 def _exit_without_mpi_finalize(local) -> None:

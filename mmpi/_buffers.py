@@ -134,8 +134,13 @@ def _bytes_of(obj, *, writable: bool, op: str) -> memoryview:
 
 def _foreign(obj, op: str) -> memoryview:
     """A view of a buffer given through an array interface or DLPack (host memory only)."""
-    if hasattr(obj, "__cuda_array_interface__") or (
-            hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] != 1):
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        if _host_memory(cai):  # e.g. managed memory, or a stand-in on the host
+            return _typed(memoryview(MPI.buffer(obj)), np.dtype(cai["typestr"]).char)
+        raise NotBridged(f"{op}: device (GPU) buffers are not bridged: the forwarders move host "
+                         "memory; copy the data to the host first")
+    if hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] not in (1, 3):
         raise NotBridged(f"{op}: device (GPU) buffers are not bridged: the forwarders move host "
                          "memory; copy the data to the host first")
     if hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__"):
@@ -147,16 +152,37 @@ def _foreign(obj, op: str) -> memoryview:
         except (TypeError, ValueError, BufferError) as exc:
             raise BufferError_(f"{op}: cannot use the buffer of a {type(obj).__name__}: "
                                f"{exc}") from None
-        if fmt and raw.nbytes % np.dtype(fmt).itemsize == 0:
-            try:
-                return raw.cast(fmt)
-            except (TypeError, ValueError):  # a format memoryview does not cast to ('g')
-                pass
-        return raw
+        return _typed(raw, fmt)
     raise BufferError_(
         f"{op}: {type(obj).__name__} does not expose a buffer (use a numpy array, bytes, "
         "bytearray, memoryview or an object with DLPack; lowercase methods take objects)"
     )
+
+
+def _typed(raw: memoryview, fmt: str | None) -> memoryview:
+    """`raw` bytes viewed as elements of `fmt`, so that counts count elements."""
+    if not fmt or raw.nbytes % np.dtype(fmt).itemsize:
+        return raw
+    try:
+        return raw.cast(fmt)
+    except (TypeError, ValueError):  # formats memoryview cannot cast to, such as 'g'
+        return memoryview(np.frombuffer(raw, dtype=fmt))
+
+
+def _host_memory(cai: dict) -> bool:
+    """Whether a CUDA array interface's data lies in this process's host memory map."""
+    pointer = cai.get("data", (0,))[0]
+    if not pointer:
+        return True  # nothing to read
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                low, high = (int(x, 16) for x in line.split(None, 1)[0].split("-"))
+                if low <= pointer < high:
+                    return True
+    except OSError:
+        pass
+    return False
 
 
 _DL_CODES = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}  # DLPack type codes -> numpy kinds

@@ -13,6 +13,7 @@ from ._collectives import alltoall as A
 from ._collectives import objects as O
 from ._collectives import reductions as R
 from ._collectives import rooted as T
+from ._collectives._base import checked
 from ._collectives._run import Pending
 from ._native import MPI
 from ._op import Op
@@ -20,6 +21,12 @@ from .errors import NotBridged
 from .request import BridgedRequest
 
 _SUM = MPI.SUM
+_IN_PLACE = MPI.IN_PLACE
+
+
+def _ip(buf):
+    """mpi4py reads None where a collective allows MPI.IN_PLACE as MPI.IN_PLACE."""
+    return _IN_PLACE if buf is None else buf
 
 
 def _unpacking(steps):
@@ -54,6 +61,10 @@ class CollectiveMethods:
             _buffers.unpacks.clear()
         return c
 
+    def _root_ip(self, buf, root):
+        """`_ip` at the root, where a rooted collective allows MPI.IN_PLACE; as given elsewhere."""
+        return _ip(buf) if root == self._core.rank else buf
+
     def _run(self, name: str, steps):
         """Run a blocking collective call's steps (then unpack derived-datatype results)."""
         return self._core.run(name, _unpacking(steps))
@@ -70,7 +81,7 @@ class CollectiveMethods:
         core.engine.check()
         if core.pending:
             core.flush()
-        req = getattr(core.coll.comm, "I" + name)(*args)
+        req = getattr(core.collective.local, "I" + name)(*args)
         if not req.Test():
             core.engine.wait_one(req)
         core.calls += 1
@@ -79,7 +90,7 @@ class CollectiveMethods:
         core = self._core
         core.engine.check()
         op = Op()
-        op.start([getattr(core.coll.comm, name)(*args)])
+        op.start([getattr(core.collective.local, name)(*args)])
         core.calls += 1
         return BridgedRequest(op)
 
@@ -100,25 +111,26 @@ class CollectiveMethods:
         """Reduce to `root`."""
         if not self._core.spans:
             return self._native("reduce", sendbuf, recvbuf, op, root)
-        self._run("Reduce", R.reduce(self._c("Reduce"), sendbuf, recvbuf, op, root))
+        self._run("Reduce",
+                  R.reduce(self._c("Reduce"), self._root_ip(sendbuf, root), recvbuf, op, root))
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce to all."""
         if not self._core.spans:
             return self._native("allreduce", sendbuf, recvbuf, op)
-        self._run("Allreduce", R.allreduce(self._c("Allreduce"), sendbuf, recvbuf, op))
+        self._run("Allreduce", R.allreduce(self._c("Allreduce"), _ip(sendbuf), recvbuf, op))
 
     def Alltoall(self, sendbuf, recvbuf) -> None:
         """All-to-all with equal blocks."""
         if not self._core.spans:
             return self._native("alltoall", sendbuf, recvbuf)
-        self._run("Alltoall", A.alltoall(self._c("Alltoall"), sendbuf, recvbuf))
+        self._run("Alltoall", A.alltoall(self._c("Alltoall"), _ip(sendbuf), recvbuf))
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         """All-to-all with per-peer counts and displacements."""
         if not self._core.spans:
             return self._native("alltoallv", sendbuf, recvbuf)
-        self._run("Alltoallv", A.alltoallv(self._c("Alltoallv"), sendbuf, recvbuf))
+        self._run("Alltoallv", A.alltoallv(self._c("Alltoallv"), _ip(sendbuf), recvbuf))
 
     def Alltoallw(self, sendbuf, recvbuf) -> None:
         """All-to-all with a datatype per peer (communicators inside one cluster only)."""
@@ -130,63 +142,67 @@ class CollectiveMethods:
         """Gather equal blocks to `root`."""
         if not self._core.spans:
             return self._native("gather", sendbuf, recvbuf, root)
-        self._run("Gather", T.gather(self._c("Gather"), sendbuf, recvbuf, root))
+        self._run("Gather",
+                  T.gather(self._c("Gather"), self._root_ip(sendbuf, root), recvbuf, root))
 
     def Gatherv(self, sendbuf, recvbuf, root=0) -> None:
         """Gather blocks of varying size to `root`."""
         if not self._core.spans:
             return self._native("gatherv", sendbuf, recvbuf, root)
-        self._run("Gatherv", T.gatherv(self._c("Gatherv"), sendbuf, recvbuf, root))
+        self._run("Gatherv",
+                  T.gatherv(self._c("Gatherv"), self._root_ip(sendbuf, root), recvbuf, root))
 
     def Scatter(self, sendbuf, recvbuf, root=0) -> None:
         """Scatter equal blocks from `root`."""
         if not self._core.spans:
             return self._native("scatter", sendbuf, recvbuf, root)
-        self._run("Scatter", T.scatter(self._c("Scatter"), sendbuf, recvbuf, root))
+        self._run("Scatter",
+                  T.scatter(self._c("Scatter"), sendbuf, self._root_ip(recvbuf, root), root))
 
     def Scatterv(self, sendbuf, recvbuf, root=0) -> None:
         """Scatter blocks of varying size from `root`."""
         if not self._core.spans:
             return self._native("scatterv", sendbuf, recvbuf, root)
-        self._run("Scatterv", T.scatterv(self._c("Scatterv"), sendbuf, recvbuf, root))
+        self._run("Scatterv",
+                  T.scatterv(self._c("Scatterv"), sendbuf, self._root_ip(recvbuf, root), root))
 
     def Allgather(self, sendbuf, recvbuf) -> None:
         """Gather equal blocks to every rank."""
         if not self._core.spans:
             return self._native("allgather", sendbuf, recvbuf)
-        self._run("Allgather", A.allgather(self._c("Allgather"), sendbuf, recvbuf))
+        self._run("Allgather", A.allgather(self._c("Allgather"), _ip(sendbuf), recvbuf))
 
     def Allgatherv(self, sendbuf, recvbuf) -> None:
         """Gather blocks of varying size to every rank."""
         if not self._core.spans:
             return self._native("allgatherv", sendbuf, recvbuf)
-        self._run("Allgatherv", A.allgatherv(self._c("Allgatherv"), sendbuf, recvbuf))
+        self._run("Allgatherv", A.allgatherv(self._c("Allgatherv"), _ip(sendbuf), recvbuf))
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce, then scatter equal blocks of the result."""
         if not self._core.spans:
             return self._native("reduce_scatter_block", sendbuf, recvbuf, op)
         c = self._c("Reduce_scatter_block")
-        self._run("Reduce_scatter_block", R.reduce_scatter_block(c, sendbuf, recvbuf, op))
+        self._run("Reduce_scatter_block", R.reduce_scatter_block(c, _ip(sendbuf), recvbuf, op))
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM) -> None:
         """Reduce, then scatter blocks of `recvcounts[i]` elements to rank i."""
         if not self._core.spans:
             return self._native("reduce_scatter", sendbuf, recvbuf, recvcounts, op)
         c = self._c("Reduce_scatter")
-        self._run("Reduce_scatter", R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
+        self._run("Reduce_scatter", R.reduce_scatter(c, _ip(sendbuf), recvbuf, recvcounts, op))
 
     def Scan(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Inclusive prefix reduction in rank order."""
         if not self._core.spans:
             return self._native("scan", sendbuf, recvbuf, op)
-        self._run("Scan", R.scan(self._c("Scan"), sendbuf, recvbuf, op, False))
+        self._run("Scan", R.scan(self._c("Scan"), _ip(sendbuf), recvbuf, op, False))
 
     def Exscan(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Exclusive prefix reduction in rank order (rank 0's result is undefined)."""
         if not self._core.spans:
             return self._native("exscan", sendbuf, recvbuf, op)
-        self._run("Exscan", R.scan(self._c("Exscan"), sendbuf, recvbuf, op, True))
+        self._run("Exscan", R.scan(self._c("Exscan"), _ip(sendbuf), recvbuf, op, True))
 
     # -- non-blocking, buffer forms ------------------------------------------------------
     def Ibarrier(self):
@@ -205,26 +221,28 @@ class CollectiveMethods:
         """Non-blocking reduce."""
         if not self._core.spans:
             return self._inative("Ireduce", sendbuf, recvbuf, op, root)
-        return self._submit("Ireduce", R.reduce(self._c("Ireduce"), sendbuf, recvbuf, op, root))
+        c = self._c("Ireduce")
+        return self._submit("Ireduce", R.reduce(c, self._root_ip(sendbuf, root), recvbuf, op, root))
 
     def Iallreduce(self, sendbuf, recvbuf, op=_SUM):
         """Non-blocking allreduce."""
         if not self._core.spans:
             return self._inative("Iallreduce", sendbuf, recvbuf, op)
         return self._submit("Iallreduce",
-                            R.allreduce(self._c("Iallreduce"), sendbuf, recvbuf, op))
+                            R.allreduce(self._c("Iallreduce"), _ip(sendbuf), recvbuf, op))
 
     def Ialltoall(self, sendbuf, recvbuf):
         """Non-blocking alltoall."""
         if not self._core.spans:
             return self._inative("Ialltoall", sendbuf, recvbuf)
-        return self._submit("Ialltoall", A.alltoall(self._c("Ialltoall"), sendbuf, recvbuf))
+        return self._submit("Ialltoall", A.alltoall(self._c("Ialltoall"), _ip(sendbuf), recvbuf))
 
     def Ialltoallv(self, sendbuf, recvbuf):
         """Non-blocking alltoallv."""
         if not self._core.spans:
             return self._inative("Ialltoallv", sendbuf, recvbuf)
-        return self._submit("Ialltoallv", A.alltoallv(self._c("Ialltoallv"), sendbuf, recvbuf))
+        return self._submit("Ialltoallv",
+                            A.alltoallv(self._c("Ialltoallv"), _ip(sendbuf), recvbuf))
 
     def Ialltoallw(self, sendbuf, recvbuf):
         """Non-blocking alltoallw (communicators inside one cluster only)."""
@@ -236,39 +254,44 @@ class CollectiveMethods:
         """Non-blocking gather."""
         if not self._core.spans:
             return self._inative("Igather", sendbuf, recvbuf, root)
-        return self._submit("Igather", T.gather(self._c("Igather"), sendbuf, recvbuf, root))
+        c = self._c("Igather")
+        return self._submit("Igather", T.gather(c, self._root_ip(sendbuf, root), recvbuf, root))
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
         """Non-blocking gatherv."""
         if not self._core.spans:
             return self._inative("Igatherv", sendbuf, recvbuf, root)
-        return self._submit("Igatherv", T.gatherv(self._c("Igatherv"), sendbuf, recvbuf, root))
+        c = self._c("Igatherv")
+        return self._submit("Igatherv", T.gatherv(c, self._root_ip(sendbuf, root), recvbuf, root))
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
         """Non-blocking scatter."""
         if not self._core.spans:
             return self._inative("Iscatter", sendbuf, recvbuf, root)
-        return self._submit("Iscatter", T.scatter(self._c("Iscatter"), sendbuf, recvbuf, root))
+        c = self._c("Iscatter")
+        return self._submit("Iscatter", T.scatter(c, sendbuf, self._root_ip(recvbuf, root), root))
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
         """Non-blocking scatterv."""
         if not self._core.spans:
             return self._inative("Iscatterv", sendbuf, recvbuf, root)
         return self._submit("Iscatterv",
-                            T.scatterv(self._c("Iscatterv"), sendbuf, recvbuf, root))
+                            T.scatterv(self._c("Iscatterv"),
+                                       sendbuf, self._root_ip(recvbuf, root), root))
 
     def Iallgather(self, sendbuf, recvbuf):
         """Non-blocking allgather."""
         if not self._core.spans:
             return self._inative("Iallgather", sendbuf, recvbuf)
-        return self._submit("Iallgather", A.allgather(self._c("Iallgather"), sendbuf, recvbuf))
+        return self._submit("Iallgather",
+                            A.allgather(self._c("Iallgather"), _ip(sendbuf), recvbuf))
 
     def Iallgatherv(self, sendbuf, recvbuf):
         """Non-blocking allgatherv."""
         if not self._core.spans:
             return self._inative("Iallgatherv", sendbuf, recvbuf)
         return self._submit("Iallgatherv",
-                            A.allgatherv(self._c("Iallgatherv"), sendbuf, recvbuf))
+                            A.allgatherv(self._c("Iallgatherv"), _ip(sendbuf), recvbuf))
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=_SUM):
         """Non-blocking reduce_scatter_block."""
@@ -276,7 +299,7 @@ class CollectiveMethods:
             return self._inative("Ireduce_scatter_block", sendbuf, recvbuf, op)
         c = self._c("Ireduce_scatter_block")
         return self._submit("Ireduce_scatter_block",
-                            R.reduce_scatter_block(c, sendbuf, recvbuf, op))
+                            R.reduce_scatter_block(c, _ip(sendbuf), recvbuf, op))
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM):
         """Non-blocking reduce_scatter."""
@@ -284,19 +307,19 @@ class CollectiveMethods:
             return self._inative("Ireduce_scatter", sendbuf, recvbuf, recvcounts, op)
         c = self._c("Ireduce_scatter")
         return self._submit("Ireduce_scatter",
-                            R.reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
+                            R.reduce_scatter(c, _ip(sendbuf), recvbuf, recvcounts, op))
 
     def Iscan(self, sendbuf, recvbuf, op=_SUM):
         """Non-blocking inclusive scan."""
         if not self._core.spans:
             return self._inative("Iscan", sendbuf, recvbuf, op)
-        return self._submit("Iscan", R.scan(self._c("Iscan"), sendbuf, recvbuf, op, False))
+        return self._submit("Iscan", R.scan(self._c("Iscan"), _ip(sendbuf), recvbuf, op, False))
 
     def Iexscan(self, sendbuf, recvbuf, op=_SUM):
         """Non-blocking exclusive scan."""
         if not self._core.spans:
             return self._inative("Iexscan", sendbuf, recvbuf, op)
-        return self._submit("Iexscan", R.scan(self._c("Iexscan"), sendbuf, recvbuf, op, True))
+        return self._submit("Iexscan", R.scan(self._c("Iexscan"), _ip(sendbuf), recvbuf, op, True))
 
     # -- pickle forms (the same steps inside one cluster: mpi4py's block inside MPI) ------
     def barrier(self) -> None:
@@ -306,34 +329,41 @@ class CollectiveMethods:
     def bcast(self, obj, root=0):
         """Broadcast a picklable object."""
         c = self._c("bcast")
-        return self._run("bcast", O.bcast(c, obj, c.root(root)))
+        root = c.root(root)
+        return self._run("bcast", checked(c, O.bcast(c, obj, root), root))
 
     def reduce(self, sendobj, op=_SUM, root=0):
         """Reduce objects to `root` (op: an MPI.Op or a two-argument callable)."""
         c = self._c("reduce")
-        return self._run("reduce", O.reduce(c, sendobj, op, c.root(root)))
+        root = c.root(root)
+        return self._run("reduce", checked(c, O.reduce(c, sendobj, op, root), root))
 
     def allreduce(self, sendobj, op=_SUM):
         """Reduce objects to every rank."""
-        return self._run("allreduce", O.allreduce(self._c("allreduce"), sendobj, op))
+        c = self._c("allreduce")
+        return self._run("allreduce", checked(c, O.allreduce(c, sendobj, op)))
 
     def gather(self, sendobj, root=0):
         """Gather objects to `root` (a list there, None elsewhere)."""
         c = self._c("gather")
-        return self._run("gather", O.gather(c, sendobj, c.root(root)))
+        root = c.root(root)
+        return self._run("gather", checked(c, O.gather(c, sendobj, root), root))
 
     def scatter(self, sendobj, root=0):
         """Scatter a list of objects from `root`."""
         c = self._c("scatter")
-        return self._run("scatter", O.scatter(c, sendobj, c.root(root)))
+        root = c.root(root)
+        return self._run("scatter", checked(c, O.scatter(c, sendobj, root), root))
 
     def allgather(self, sendobj):
         """Gather objects to every rank."""
-        return self._run("allgather", O.allgather(self._c("allgather"), sendobj))
+        c = self._c("allgather")
+        return self._run("allgather", checked(c, O.allgather(c, sendobj)))
 
     def alltoall(self, sendobj):
         """Exchange one object with every rank."""
-        return self._run("alltoall", O.alltoall(self._c("alltoall"), sendobj))
+        c = self._c("alltoall")
+        return self._run("alltoall", checked(c, O.alltoall(c, sendobj)))
 
     def scan(self, sendobj, op=_SUM):
         """Inclusive prefix reduction of objects in rank order."""

@@ -55,6 +55,19 @@ class Core:
             c = self._collective = Coll(self)
         return c
 
+    def counted(self, monitor):
+        """The collectives' native communicator, counting their data if `monitor` is set."""
+        if monitor is None:
+            return self.coll.comm
+        from ._monitor import Counting
+
+        return Counting(self.coll.comm, [self.members[r] for r in self.mine], monitor)
+
+    def recount(self, monitor) -> None:
+        """Monitoring was switched: the collectives use the counting communicator or not."""
+        if self._collective is not None:
+            self._collective.local = self.counted(monitor)
+
     def start(self, name: str) -> Coll:
         """A collective call `name` starts its steps now."""
         c = self.collective
@@ -124,7 +137,7 @@ def world(engine: Engine) -> Core:
     members = tuple(range(lay.size))
     here = lay.vranks(engine.cluster)
     p2p = Context(0, engine.local.Dup(), members, here)
-    coll = Context(1, engine.local.Dup(), members, here)
+    coll = Context(1, engine.local.Dup(), members, here, "coll")
     engine.register(p2p)
     engine.register(coll)
     return Core(engine, members, engine.vrank, p2p, coll)

@@ -16,10 +16,11 @@ from ._native import MPI
 class Context:
     """One context of one communicator on this rank."""
 
-    __slots__ = ("id", "comm", "queues", "world_of", "local_of", "from_local", "from_world")
+    __slots__ = ("id", "comm", "queues", "world_of", "local_of", "from_local", "from_world",
+                 "kind")
 
     def __init__(self, cid: int, comm: MPI.Intracomm, members: tuple[int, ...],
-                 here: tuple[int, ...]) -> None:
+                 here: tuple[int, ...], kind: str = "p2p") -> None:
         """Context `cid` of the communicator of `members` (world ranks by rank).
 
         `comm` holds `here`, the communicator's ranks in this cluster, by native rank.
@@ -34,6 +35,7 @@ class Context:
         self.local_of = tuple(local)  # rank -> native rank in `comm`, -1 in the other cluster
         self.from_local = here  # native rank -> rank
         self.from_world = {w: r for r, w in enumerate(members)}  # world rank -> rank
+        self.kind = kind  # "p2p" (the user's messages) or "coll" (the collectives'), for counting
 
     def __repr__(self) -> str:
         return f"<Context {self.id} of {len(self.world_of)} ranks>"

@@ -67,7 +67,7 @@ def _build(parent: Core, members: tuple[int, ...], native: MPI.Intracomm,
                          f"communicator has {native.Get_size()} ranks, expected {len(here)}")
     ids = (2 * pair, 2 * pair + 1) if pair is not None else _local_ids(engine)
     p2p = Context(ids[0], native, world, here)
-    coll = Context(ids[1], native.Dup(), world, here)
+    coll = Context(ids[1], native.Dup(), world, here, "coll")
     engine.register(p2p)
     engine.register(coll)
     return Core(engine, world, members.index(parent.rank), p2p, coll)

@@ -58,6 +58,7 @@ class Crossings:
         # rank) -> deque of (tag, its collective call number, payload), in arrival order.
         self.kept: dict[tuple[int, int], deque] = {}
         self._status = MPI.Status()
+        self.monitor = None  # a _monitor.Monitor while monitoring is on
 
     def send(self, ctx: Context, view, dest: int, tag: int, call: int) -> MPI.Request:
         """Send a crossing of at most `eager_max` bytes to world rank `dest` (other cluster).
@@ -65,6 +66,8 @@ class Crossings:
         The bytes are copied out at once: the caller may reuse `view` straight away.
         """
         buf = P.pack_crossing(self.vrank, dest, tag, ctx.id, call, view)
+        if self.monitor is not None:
+            self.monitor.count("coll", dest, len(view))
         return self.links[P.route(self.vrank, dest, self.nfwd)][0].Isend([buf, _BYTE], 0,
                                                                            P.T_COLL)
 
@@ -310,7 +313,7 @@ class Coll:
         self.engine, self.crossings, self.p2p = e, e.crossings, e.p2p
         self.core = core
         self.ctx = core.coll
-        self.local = core.coll.comm  # the native communicator of this cluster's members
+        self.local = core.counted(e.monitor)  # the native communicator of this cluster's members
         self.size = core.size
         self.rank = core.rank
         mine, theirs = core.mine, core.theirs

@@ -105,6 +105,7 @@ class Engine:
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
         self.heard = [time.monotonic()] * self.nfwd
         self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER, above=True)
+        self.monitor = None  # a _monitor.Monitor while monitoring is on (see set_monitor)
         self.p2p = PointToPoint(self)
         self.crossings = Crossings(self)
         self.tests, self.first = _TESTS, _FIRST  # for the transports' own first rounds
@@ -119,6 +120,12 @@ class Engine:
             raise StateError(f"context {ctx.id} exists already on rank {self.vrank}")
         self.contexts[ctx.id] = ctx
         self.context_list.append(ctx)
+
+    def set_monitor(self, monitor) -> None:
+        """Count from now on into `monitor` (None: stop counting; the hooks cost nothing)."""
+        self.monitor = self.p2p.monitor = self.crossings.monitor = monitor
+        for core in self.communicators:
+            core.recount(monitor)
 
     def cancel(self, op) -> bool:
         """Cancel a receive that nothing has matched yet (sends are not cancelled)."""
@@ -401,6 +408,42 @@ class Engine:
                 yield_cpu()
 
     # -- shutdown ------------------------------------------------------------------------
+    def _discard_unexpected(self, wait: bool = True) -> list[str]:
+        """Receive and drop the messages nothing received, so their senders can finish.
+
+        MPI calls such a program erroneous; a sender waiting for its send to complete must
+        still get to the end. Returns a line for each message (`wait`: until they are in).
+        """
+        lines = []
+        for ctx in self.context_list:
+            while ctx.queues.unexpected:
+                m = ctx.queues.unexpected[0]
+                lines.append(f"from rank {m.source} (tag {m.tag}, {m.nbytes} bytes)")
+                self._discards.append(self.p2p.discard(ctx, m))
+        if wait and self._discards:
+            self.wait_for(lambda: all([op.poll() for op in self._discards]))
+        return lines
+
+    def _flush_sends(self) -> list[str]:
+        """Wait for this rank's sends; give up on those to ranks that have left without them.
+
+        Returns a line for each send given up on (a grace period after its receiver left).
+        """
+        pending = self.p2p.sends
+        unreceived = self._unreceived
+
+        def settled() -> bool:
+            # One of them may be waiting for this rank itself to take a message.
+            unreceived.extend(self._discard_unexpected(wait=False))
+            hopeless = time.monotonic() - _GONE_GRACE
+            return all([op.poll() or (op.peer in self.gone and self.gone[op.peer][1] < hopeless)
+                        for op in pending])
+
+        self.wait_for(settled)
+        return [f"to rank {op.peer} (tag {op.tag}), which finalized without receiving it"
+                for op in pending if not op.done]
+
+
     def finalize(self) -> None:
         """Flush sends, tell the forwarder we are done, wait for everyone, disconnect."""
         if self.finalized:
@@ -410,23 +453,30 @@ class Engine:
             print(f"mmpi: {self.broken}; aborting", file=sys.stderr, flush=True)
             self.local.Abort(1)
         self._closing = True
-        pending = self.p2p.sends
-        self.wait_for(lambda: all([op.poll() for op in pending]))
+        self._discards: list = []
+        self._unreceived = unreceived = self._discard_unexpected(wait=False)
+        abandoned = self._flush_sends()
         # The collective calls this rank completed, per communicator (see collective_gone).
         colls = {c.coll.id: c.calls for c in self.communicators}
         bye = P.encode_control(colls=colls)
         self.wait_all([ctrl.Isend([bye, _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
         self.wait_for(lambda: self._bye_acks == self.nfwd)
-        left = sum(len(c.queues.unexpected) for c in self.context_list)
-        if left:
-            print(f"mmpi: rank {self.vrank} finalized with {left} message(s) never received",
-                  file=sys.stderr, flush=True)
+        unreceived += self._discard_unexpected()  # and what came in while the others finished
+        _report(self.vrank, "message(s) it never received", unreceived)
+        _report(self.vrank, "send(s) that no rank received", abandoned)
         self.finalized = True
         for ctx in self.context_list:
             ctx.comm.Free()
         for ctrl, data in self.links:
             data.Disconnect()
             ctrl.Disconnect()
+
+
+def _report(vrank: int, what: str, lines: list[str]) -> None:
+    if lines:
+        shown = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
+        print(f"mmpi: rank {vrank} finalized with {len(lines)} {what}: {shown}",
+              file=sys.stderr, flush=True)
 
 
 __all__ = ["Engine"]

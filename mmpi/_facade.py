@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import inspect
 
+from ._bridged import _Bridged
 from ._native import MPI
 from ._p2p_api import attached
 from ._standin import StandIn, dispatch_unbound, pickle_natively
-from ._bridged import _Bridged
 from .errors import MMPIError, NotBridged
 from .request import Prequest as BridgedPrequest
 

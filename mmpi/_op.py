@@ -21,7 +21,7 @@ class Op:
 
     __slots__ = (
         "natives", "matched", "done", "finish", "error", "keep", "source", "tag", "nbytes",
-        "obj", "spare", "more", "remote", "cancelled", "after", "__weakref__",
+        "obj", "spare", "more", "remote", "cancelled", "after", "peer", "__weakref__",
     )
 
     def __init__(self, *, matched: bool = True) -> None:
@@ -40,6 +40,7 @@ class Op:
         self.remote = False  # only a forwarder can complete it (a receive from the far side)
         self.cancelled = False
         self.after: list | None = None  # run with the bytes received, once complete
+        self.peer = -1  # a send's destination (world rank), for finalize's report
 
     def start(self, natives: list, finish: Callable[[], None] | None = None,
               more: Callable[[], bool] | None = None) -> None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._context import Context
+from ._flow import Flow
+from ._large import Reassembly, Spares
 from ._native import MPI
 from ._op import Op
 from .errors import ProtocolError, TruncationError
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
 _BYTE = MPI.BYTE
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
-_SPARE_BYTES = 64 << 20  # kept at most in spare buffers for large forwarded messages
 _ID = 8  # bytes of a same-cluster acknowledgement: the synchronous send's arrival number
 
 
@@ -52,7 +53,7 @@ class Arrived:
     """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
 
     __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare",
-                 "sync", "ctx")
+                 "sync", "ctx", "pull", "credit")
 
     def __init__(self, source, tag, nbytes, message=None, data=None, natives=None, sync=None,
                  ctx=None):
@@ -65,81 +66,8 @@ class Arrived:
         self.sync = sync  # a synchronous send: its id (forwarded, > 0), -1 - its arrival
         #                   number (same cluster), or None
         self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
-
-
-class Spares:
-    """Buffers for large forwarded messages that cannot go straight into a user buffer.
-
-    Fresh buffers are slow to receive into (their pages fault in inside the transfer), so
-    one of at most twice the size is reused (docs/performance.md, "Buffers").
-    """
-
-    __slots__ = ("_free",)
-
-    def __init__(self) -> None:
-        self._free: list[bytearray] = []
-
-    def take(self, nbytes: int) -> bytearray:
-        for i, buf in enumerate(self._free):
-            if nbytes <= len(buf) <= 2 * nbytes:
-                return self._free.pop(i)
-        return bytearray(nbytes)
-
-    def give(self, buf: bytearray) -> None:
-        if sum(map(len, self._free)) + len(buf) <= _SPARE_BYTES:
-            self._free.append(buf)
-
-
-class _Reassembly:
-    """One striped message coming together: a stripe per forwarder, at known offsets.
-
-    Stripes may arrive before the envelope that says where they go (they travel through
-    other forwarders); those land in their own buffer and are copied once it is known.
-    """
-
-    __slots__ = ("parts", "arrived", "target", "nbytes", "early", "natives", "done", "_forget")
-
-    def __init__(self, parts: int, forget) -> None:
-        self.parts = parts
-        self.arrived = 0
-        self.target: memoryview | None = None
-        self.nbytes = 0
-        self.early: list[tuple[int, bytearray]] = []
-        self.natives: list[MPI.Request] = []
-        self.done = False
-        self._forget = forget
-
-    def stripe(self, k: int, env: P.Envelope, data: MPI.Intercomm) -> None:
-        self.arrived += 1
-        if self.target is None:
-            buf = bytearray(env.nbytes)
-            self.early.append((k, buf))
-            into = memoryview(buf)
-        else:
-            off, n = P.stripe_bounds(self.nbytes, self.parts, k)
-            if n != env.nbytes:
-                raise ProtocolError(f"stripe {k} carries {env.nbytes} bytes, expected {n}")
-            into = self.target[off:off + n]
-        self.natives += [data.Irecv([into[o:o + m], m, _BYTE], 0, env.xfer)
-                         for o, m in P.chunks(env.nbytes, env.chunk)]
-
-    def place(self, target: memoryview, nbytes: int) -> None:
-        self.target, self.nbytes = target, nbytes
-
-    def ready(self) -> bool:
-        if self.done:
-            return True
-        if self.arrived < self.parts or not MPI.Request.Testall(self.natives):
-            return False
-        for k, buf in self.early:
-            off, n = P.stripe_bounds(self.nbytes, self.parts, k)
-            if n != len(buf):
-                raise ProtocolError(f"stripe {k} carried {len(buf)} bytes, expected {n}")
-            self.target[off:off + n] = buf
-        self.early = []
-        self.done = True
-        self._forget()
-        return True
+        self.pull = None  # a deferred large message: (sender, id) to pull its data with
+        self.credit = None  # a large message under the sender's credit: (sender, bytes)
 
 
 class PointToPoint:
@@ -154,8 +82,9 @@ class PointToPoint:
         self.chunk = engine.chunk
         self.stripe_min = engine.stripe_min if self.nfwd > 1 else 1 << 62
         self.spares = Spares()
+        self.monitor = None  # a _monitor.Monitor while monitoring is on
         self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
-        self._stripes: dict[tuple[int, int], _Reassembly] = {}
+        self._stripes: dict[tuple[int, int], Reassembly] = {}
         self._sid = 0
         self._xfer = 0
         self._status = MPI.Status()
@@ -166,6 +95,9 @@ class PointToPoint:
         self._sync_id = 0
         self._sync_sent: dict[tuple[int, int], int] = {}  # (context, dest) -> sends numbered
         self._sync_seen: dict[tuple[int, int], int] = {}  # (context, source) -> arrivals
+        layout = engine.layout
+        others = layout.size - layout.cluster_size(engine.cluster)
+        self.flow = Flow(self, others)
 
     # -- sending -------------------------------------------------------------------------
     def isend(self, ctx: Context, view: memoryview, dest: int, tag: int,
@@ -174,6 +106,9 @@ class PointToPoint:
         op = Op()
         n = len(view)
         local = ctx.local_of[dest]
+        op.peer, op.tag = ctx.world_of[dest], tag
+        if self.monitor is not None:
+            self.monitor.count(ctx.kind, ctx.world_of[dest], n)
         if sync:
             self._isend_sync(op, ctx, view, dest, tag)
         elif local >= 0:
@@ -194,11 +129,17 @@ class PointToPoint:
             key = (ctx.id, dest, number)
             natives = [ctx.comm.Isend([view, len(view), _BYTE], local, tag | self.sync_bit)]
         else:
-            self._sync_id = self._sync_id % P.MAX_XFER + 1
-            key = self._sync_id
-            natives = self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag, key)
+            key = self.next_id()
+            self.syncs[key] = op
+            self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag, key)
+            return
         self.syncs[key] = op
         op.start(natives, more=lambda: key not in self.syncs)
+
+    def next_id(self) -> int:
+        """A new id for a synchronous or deferred send of this rank."""
+        self._sync_id = self._sync_id % P.MAX_XFER + 1
+        return self._sync_id
 
     def _acknowledge(self, m: Arrived, sid: int) -> None:
         """Tell the sender of synchronous message `m` that a receive matched it."""
@@ -230,7 +171,9 @@ class PointToPoint:
         n = len(view)
         route = P.route(self.vrank, dest, self.nfwd)
         flags = P.F_SYNC if sync else 0
-        if n <= self.eager_max:
+        if n > self.eager_max and not self.flow.spend(dest, n):
+            self.flow.defer(op, ctx.id, view, dest, tag, route, sync)  # protocol Rule 7
+        elif n <= self.eager_max:
             buf = bytearray(P.ENVELOPE_SIZE + n)
             P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n, flags, sync)
             buf[P.ENVELOPE_SIZE:] = view
@@ -238,9 +181,9 @@ class PointToPoint:
             op.start([self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)])
         elif n < self.stripe_min or sync:
             env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
-                             self._next_xfer(), flags, sync)
+                             self.next_xfer(), flags, sync)
             op.keep = (env, view)
-            op.start(self._send_large(route, env, view))
+            op.start(self.send_large(route, env, view))
         else:
             # Striped: the envelope keeps this pair's route (and so its order); the bytes go
             # through every forwarder at once, one stripe each.
@@ -252,17 +195,22 @@ class PointToPoint:
             for k in range(self.nfwd):
                 off, ln = P.stripe_bounds(n, self.nfwd, k)
                 env = P.Envelope(P.K_STRIPE, self.vrank, dest, k, ctx.id, ln, self.chunk,
-                                 self._next_xfer(), aux=self._sid)
-                natives += self._send_large(k, env, view[off:off + ln])
+                                 self.next_xfer(), aux=self._sid)
+                natives += self.send_large(k, env, view[off:off + ln])
             op.keep = (head, view)
             op.start(natives)
+        if sync:  # complete once acknowledged too
+            more = op.more
+            op.more = (lambda: sync not in self.syncs) if more is None else \
+                (lambda: more() and sync not in self.syncs)
         return op.natives
 
-    def _next_xfer(self) -> int:
+    def next_xfer(self) -> int:
+        """A new data-channel tag for a large message's chunks (protocol Rule 3)."""
         self._xfer = self._xfer % P.MAX_XFER + 1
         return self._xfer
 
-    def _send_large(self, link: int, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
+    def send_large(self, link: int, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
         """Envelope on the control channel, then at once the chunks on the data channel."""
         ctrl, data = self.links[link]
         head = env.pack()
@@ -354,13 +302,22 @@ class PointToPoint:
     def _deliver_forwarded(self, recv: Posted, m: Arrived) -> None:
         op = recv.op
         op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
+        if m.pull is not None:
+            self._deliver_pulled(recv, m)
+            return
+        credit = m.credit
+
+        def consumed() -> None:
+            if credit is not None:
+                self.flow.consumed(*credit)
+
         if recv.view is None:
             op.obj = m.data
             op.spare = m.spare
-            op.start(m.natives, more=m.more)
+            op.start(m.natives, consumed, more=m.more)
             return
         if m.nbytes > len(recv.view):
-            op.start(m.natives, more=m.more)
+            op.start(m.natives, consumed, more=m.more)
             op.fail(self._truncated(recv, m))
             return
         view, data = recv.view, m.data
@@ -369,16 +326,39 @@ class PointToPoint:
             view[: m.nbytes] = data
             if m.spare is not None:
                 m.spare[0].give(m.spare[1])
+            consumed()
 
         op.start(m.natives, copy, more=m.more)
+
+    def _deliver_pulled(self, recv: Posted, m: Arrived) -> None:
+        """A receive matched a deferred message: its data comes straight into the buffer."""
+        op, view = recv.op, recv.view
+        fits = view is not None and m.nbytes <= len(view)
+        target = view if fits else memoryview(bytearray(m.nbytes))
+        record = self.flow.pull(m, target)
+        if view is None:
+            op.obj = target
+        op.start([], more=record.ready)
+        if view is not None and not fits:
+            op.fail(self._truncated(recv, m))
 
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
         env = P.unpack(buf)
-        if env.kind == P.K_ACK:
+        kind = env.kind
+        if kind == P.K_ACK:
             self.syncs.pop(env.aux, None)
             return
-        if env.kind == P.K_STRIPE:
+        if kind == P.K_PULL:
+            self.flow.on_pull(env.src, env.aux)
+            return
+        if kind == P.K_CREDIT:
+            self.flow.on_credit(env.src, env.nbytes)
+            return
+        if env.flags & P.F_PULLED:
+            self.flow.on_pulled(env, self.links[link][1])
+            return
+        if kind == P.K_STRIPE:
             self._reassembly(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
             return
         ctx = self.engine.contexts.get(env.context)
@@ -388,6 +368,15 @@ class PointToPoint:
         if source is None:
             raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "
                                 f"rank {env.src}, which is not in its communicator")
+        sync = env.aux if env.flags & P.F_SYNC else None
+        if env.flags & P.F_DEFER:  # protocol Rule 7: the data comes once a receive pulls it
+            m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
+            m.pull = (env.src, env.aux)
+            recv = ctx.queues.arrive(m)
+            if recv is not None:
+                self._matched(m)
+                self._deliver_forwarded(recv, m)
+            return
         if tag == P.T_EAGER and not env.flags & P.F_STRIPED:
             if len(buf) - P.ENVELOPE_SIZE != env.nbytes:
                 raise ProtocolError(
@@ -395,14 +384,14 @@ class PointToPoint:
                     f"carries {len(buf) - P.ENVELOPE_SIZE}"
                 )
             m = Arrived(source, env.tag, env.nbytes, data=memoryview(buf)[P.ENVELOPE_SIZE:],
-                        sync=env.aux if env.flags & P.F_SYNC else None, ctx=ctx)
+                        sync=sync, ctx=ctx)
             recv = ctx.queues.arrive(m)
             if recv is not None:
                 self._matched(m)
                 self._deliver_forwarded(recv, m)
             return
-        m = Arrived(source, env.tag, env.nbytes, sync=env.aux if env.flags & P.F_SYNC else None,
-                    ctx=ctx)
+        m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
+        m.credit = (env.src, env.nbytes)  # the sender spent credit on it (see _flow)
         recv = ctx.queues.arrive(m)
         if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
             target = recv.view  # straight into the user's buffer
@@ -429,15 +418,15 @@ class PointToPoint:
         if target is recv.view:  # already on its way into the user's buffer
             op = recv.op
             op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
-            op.start(m.natives, more=m.more)
+            op.start(m.natives, lambda: self.flow.consumed(*m.credit), more=m.more)
         else:
             self._deliver_forwarded(recv, m)
 
-    def _reassembly(self, src: int, sid: int) -> _Reassembly:
+    def _reassembly(self, src: int, sid: int) -> Reassembly:
         key = (src, sid)
         ra = self._stripes.get(key)
         if ra is None:
-            ra = self._stripes[key] = _Reassembly(self.nfwd, lambda: self._stripes.pop(key))
+            ra = self._stripes[key] = Reassembly(self.nfwd, lambda: self._stripes.pop(key))
         return ra
 
     def take(self, ctx: Context, m: Arrived) -> Arrived:
@@ -455,6 +444,12 @@ class PointToPoint:
         else:
             self._deliver_forwarded(recv, m)
         return op
+
+    def discard(self, ctx: Context, m: Arrived) -> Op:
+        """Take `m` out of the queue and receive it into a buffer of its own, to be dropped."""
+        ctx.queues.take(m)
+        self._matched(m)
+        return self.receive(m, None, "Finalize")
 
     def cancel(self, op: Op) -> bool:
         """Withdraw a receive no message has matched yet; False if it is matched already."""
@@ -475,4 +470,4 @@ class PointToPoint:
         recv.op.fail(error)
 
 
-__all__ = ["PointToPoint", "Posted", "Arrived", "Spares"]
+__all__ = ["PointToPoint", "Posted", "Arrived"]

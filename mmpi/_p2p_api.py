@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import pickle
+import warnings
 
 from . import _buffers
 from ._buffers import as_view
@@ -378,7 +379,9 @@ class PointToPointMethods:
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive a pickled object."""
-        return self.irecv(buf, source, tag).wait(status)
+        if buf is not None:
+            warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
+        return self.irecv(None, source, tag).wait(status)
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):

@@ -37,7 +37,12 @@ def _wait_native(test) -> None:
 
 
 def _status_at(statuses, i: int):
-    return statuses[i] if statuses is not None and i < len(statuses) else None
+    """Status i of a statuses list (mpi4py extends a list that is too short)."""
+    if statuses is None:
+        return None
+    while len(statuses) <= i:
+        statuses.append(MPI.Status())
+    return statuses[i]
 
 
 def _bridged(r) -> bool:
@@ -294,7 +299,7 @@ class BridgedRequest(Request):
             raise op.error
         if self._pickled:
             data, op.obj = op.obj, None
-            value = None if data is None else pickle.loads(data)
+            value = pickle.loads(data) if data else None  # an empty message: None (mpi4py)
             op.release()
             return value
         return getattr(op, "result", None)
@@ -359,16 +364,31 @@ class BridgedRequest(Request):
 class Prequest(BridgedRequest, MPI.Prequest):
     """A persistent request: `Start` runs the same operation again, as often as asked."""
 
-    __slots__ = ("_starter",)
+    __slots__ = ("_starter", "_freed")
 
     def __init__(self, starter) -> None:
         super().__init__(Op(), pickled=False)
         self._starter = starter  # makes the operation's Op each time
+        self._freed = False
         self._consumed = True  # inactive until started
         self._op.done = True
 
     def __repr__(self) -> str:
         return f"<mmpi.Prequest {'inactive' if self._consumed else 'active'}>"
+
+    def __eq__(self, other) -> bool:
+        # A persistent request stays a request until freed (MPI_REQUEST_NULL only then).
+        if isinstance(other, BridgedRequest):
+            return other is self
+        if isinstance(other, _native):
+            return self._freed and not _native.__bool__(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        return not self._freed
 
     def Start(self) -> None:
         """Start the operation (again)."""
@@ -390,6 +410,7 @@ class Prequest(BridgedRequest, MPI.Prequest):
     def Free(self) -> None:
         """Release the request (it must be inactive)."""
         self._consumed = True
+        self._freed = True
 
     free = Free
 

@@ -12,6 +12,7 @@ Rule 2: cross-cluster reductions combine in rank order (the first block's partia
 from __future__ import annotations
 
 import itertools
+import zlib
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from .._buffers import Typed, Vector
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import UsageError
+from ..wire.knobs import env_int
 
 IN_PLACE = MPI.IN_PLACE
 BYTE = MPI.BYTE
@@ -39,6 +41,80 @@ T_GENERIC = 25  # the generic algorithms' messages (see generic.py)
 PREDEFINED_OPS = frozenset(
     id(getattr(MPI, name)) for name in ("SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR",
                                         "BOR", "LXOR", "BXOR", "MAXLOC", "MINLOC"))
+
+
+# Rule 3: every rank of a cluster shows the others what it calls (the collective, its root,
+# its size) before the call's own steps: an allgather of three numbers. A mismatch is then
+# an error on every rank of the cluster at once, naming who called what, where the native
+# collectives would hang or mix the data (MMPI_CHECK_COLLECTIVES=0 turns it off).
+CHECK = env_int("MMPI_CHECK_COLLECTIVES", 1) != 0
+
+
+def _kind(name: str) -> str:
+    """The collective a call is, whether blocking or not (Ibcast matches Bcast here)."""
+    if name[:1] == "I" and name[1:2].islower():
+        return name[1].upper() + name[2:]
+    return name
+
+
+def checked(c: Coll, steps, root: int = -1, nbytes: int = -1):
+    """`steps`, after checking that this cluster's ranks all make this call (Rule 3).
+
+    `root`: -1 for none; `nbytes`: this rank's size, -1 where sizes may differ.
+    """
+    if not CHECK or c.nmine < 2:
+        return steps
+    return _checked(c, steps, root, nbytes)
+
+
+def _checked(c: Coll, steps, root: int, nbytes: int):
+    kind = zlib.crc32(_kind(c.name).encode())
+    mine = np.array([kind, root, nbytes], np.int64)
+    every = np.empty(3 * c.nmine, np.int64)
+    yield c.local.Iallgather([mine, I64], [every, I64])
+    rows = every.reshape(c.nmine, 3).tolist()
+    if any(r != rows[0] for r in rows):
+        raise UsageError(_mismatch(c, rows, kind))
+    return (yield from steps)
+
+
+def _mismatch(c: Coll, rows: list, kind: int) -> str:
+    """Who called what: "rank 3 called Reduce while ranks 0-2 called Bcast", and so on."""
+    names = {zlib.crc32(n.encode()): n for n in _NAMES}
+    ranks = c.mine
+    for field, _what in ((0, "called"), (1, "root"), (2, "size")):
+        values = [r[field] for r in rows]
+        if len(set(values)) == 1:
+            continue
+        # the most common value, ties going to the lowest rank's: the same on every rank
+        common = max(values, key=lambda v: (values.count(v), -values.index(v)))
+        odd = [ranks[i] for i, v in enumerate(values) if v != common]
+        rest = [ranks[i] for i, v in enumerate(values) if v == common]
+        if field == 0:
+            return (f"{c.name} on rank {c.rank}: {_who(odd)} called "
+                    f"{' or '.join(sorted({names.get(values[ranks.index(r)], '?') for r in odd}))}"
+                    f" while {_who(rest)} called {names.get(common, '?')}: the ranks called "
+                    "different collectives")
+        label = "root" if field == 1 else "size (bytes)"
+        shown = ", ".join(f"{label} {values[ranks.index(r)]} on rank {r}" for r in odd)
+        return f"{c.name}: mismatched arguments: {shown}, {label} {common} elsewhere"
+    return f"{c.name}: mismatched arguments between the ranks"
+
+
+def _who(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"ranks {ranks[0]}-{ranks[-1]}"
+    return "ranks " + ", ".join(map(str, ranks))
+
+
+_NAMES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Alltoall", "Alltoallv", "Gather",
+          "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv", "Reduce_scatter_block",
+          "Reduce_scatter", "Scan", "Exscan", "barrier", "bcast", "reduce", "allreduce",
+          "gather", "scatter", "allgather", "alltoall", "scan", "exscan", "Neighbor_allgather",
+          "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv",
+          "neighbor_allgather", "neighbor_alltoall")
 
 
 def check_op(op, name: str) -> MPI.Op:

@@ -17,6 +17,7 @@ from .._crossing import Coll
 from ..errors import BufferError_, UsageError
 from ._base import (
     BYTE,
+    CHECK,
     I64,
     IN_PLACE,
     T_ALLGATHER,
@@ -24,6 +25,7 @@ from ._base import (
     T_ALLTOALL,
     T_ALLTOALLV,
     T_ALLTOALLV_BLOCK,
+    checked,
     equal_blocks,
     pack,
     same_size,
@@ -72,9 +74,10 @@ def alltoall(c: Coll, sendbuf, recvbuf):
         )
     if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Alltoallv
         per = rb.count // c.size
-        return _alltoallv(c, equal_blocks(sview, c.size, per, rb.dt, rb.extent),
-                          equal_blocks(rb.view, c.size, per, rb.dt, rb.extent))
-    return _alltoall(c, sview, rb.view, rb.nbytes // c.size)
+        return checked(c, _alltoallv(c, equal_blocks(sview, c.size, per, rb.dt, rb.extent),
+                                     equal_blocks(rb.view, c.size, per, rb.dt, rb.extent)),
+                       -1, rb.nbytes)
+    return checked(c, _alltoall(c, sview, rb.view, rb.nbytes // c.size), -1, rb.nbytes)
 
 
 def _alltoall(c: Coll, sview, rview, blk: int):
@@ -118,7 +121,7 @@ def alltoallv(c: Coll, sendbuf, recvbuf):
         sv = Vector(copy, rv.counts, rv.displs, rv.dt, rv.extent)
     else:
         sv = as_vector(sendbuf, c.size, writable=False, op="Alltoallv")
-    return _alltoallv(c, sv, rv)
+    return checked(c, _alltoallv(c, sv, rv))
 
 
 def _alltoallv(c: Coll, sv: Vector, rv: Vector):
@@ -128,6 +131,8 @@ def _alltoallv(c: Coll, sv: Vector, rv: Vector):
     sd = [sv.displs[r] * se for r in c.mine]
     rcn = [rv.counts[r] * re_ for r in c.mine]
     rd = [rv.displs[r] * re_ for r in c.mine]
+    if CHECK and c.nmine > 1:
+        yield from _same_counts(c, sc, rcn)
     local = c.local.Ialltoallv([sv.base, (sc, sd), BYTE], [rv.base, (rcn, rd), BYTE])
     # Large cross-cluster blocks straight to their ranks. Sender and receiver each decide by
     # their own count of the block (which MPI says agree; if they do not, the sizes below
@@ -192,6 +197,26 @@ def _alltoallv(c: Coll, sv: Vector, rv: Vector):
     yield local
 
 
+def _same_counts(c: Coll, sends: list[int], recvs: list[int]):
+    """Every pair of this cluster agrees on the size of its block (else all ranks fail).
+
+    A native alltoallv given sizes that disagree mixes or cuts the data; MPI leaves it
+    undefined, the bridge says who disagrees.
+    """
+    mine = np.array(sends + recvs, np.int64)
+    every = np.empty(2 * c.nmine * c.nmine, np.int64)
+    yield c.local.Iallgather([mine, I64], [every, I64])
+    table = every.reshape(c.nmine, 2, c.nmine)
+    for i in range(c.nmine):
+        for j in range(c.nmine):
+            sent, expected = int(table[i, 0, j]), int(table[j, 1, i])
+            if sent != expected:
+                raise UsageError(
+                    f"{c.name}: mismatched counts: rank {c.mine[i]} sends {sent} bytes to rank "
+                    f"{c.mine[j]}, which expects {expected}"
+                )
+
+
 # -- allgather --------------------------------------------------------------------------------
 def allgather(c: Coll, sendbuf, recvbuf):
     rb = as_typed(recvbuf, writable=True, op="Allgather", blocks=c.size)
@@ -210,9 +235,10 @@ def allgather(c: Coll, sendbuf, recvbuf):
     if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Allgatherv
         if sspec is IN_PLACE:
             sspec = [rb.view[c.rank * blk:(c.rank + 1) * blk], BYTE]
-        return _allgatherv(c, sspec, equal_blocks(rb.view, c.size, rb.count // c.size, rb.dt,
-                                                  rb.extent))
-    return _allgather(c, sspec, rb.view, blk)
+        return checked(c, _allgatherv(c, sspec, equal_blocks(rb.view, c.size,
+                                                             rb.count // c.size, rb.dt,
+                                                             rb.extent)), -1, blk)
+    return checked(c, _allgather(c, sspec, rb.view, blk), -1, blk)
 
 
 def _allgather(c: Coll, sspec, rview, blk: int):
@@ -232,7 +258,7 @@ def allgatherv(c: Coll, sendbuf, recvbuf):
     rv = as_vector(recvbuf, c.size, writable=True, op="Allgatherv")
     sspec = IN_PLACE if sendbuf is IN_PLACE else \
         [as_typed(sendbuf, writable=False, op="Allgatherv").view, BYTE]
-    return _allgatherv(c, sspec, rv)
+    return checked(c, _allgatherv(c, sspec, rv))
 
 
 def _allgatherv(c: Coll, sspec, rv: Vector):

@@ -25,6 +25,7 @@ from ._base import (
     T_RSB,
     T_SCAN,
     check_op,
+    checked,
     combine,
     commutes,
     ireduce,
@@ -35,6 +36,10 @@ from .rooted import shares, ways
 
 def barrier(c: Coll):
     """Tight: native barrier per cluster, the leaders' token exchange, native barrier again."""
+    return checked(c, _barrier(c))
+
+
+def _barrier(c: Coll):
     yield c.local.Ibarrier()
     if c.leader:
         yield c.xswap(b"", T_BARRIER)
@@ -53,14 +58,15 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root):
             raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
                                f"receive buffer {rb.nbytes}")
         if in_order:
-            return generic.reduce_to(c, _copy(c, rb) if sb is None else sb, rb, op, root)
-        return _reduce_root(c, sb, rb, op)
+            return checked(c, generic.reduce_to(c, _copy(c, rb) if sb is None else sb, rb, op,
+                                                root), root, rb.nbytes)
+        return checked(c, _reduce_root(c, sb, rb, op), root, rb.nbytes)
     if sendbuf is IN_PLACE:
         raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
     sb = as_typed(sendbuf, writable=False, op="Reduce")
     if in_order:
-        return generic.reduce_to(c, sb, None, op, root)
-    return _reduce_other(c, sb, op, root)
+        return checked(c, generic.reduce_to(c, sb, None, op, root), root, sb.nbytes)
+    return checked(c, _reduce_other(c, sb, op, root), root, sb.nbytes)
 
 
 def _reduce_root(c: Coll, sb: Typed | None, rb: Typed, op):
@@ -100,7 +106,8 @@ def allreduce(c: Coll, sendbuf, recvbuf, op):
     if id(op) in PREDEFINED_OPS:
         dt = plain_pair(sendbuf, recvbuf)
         if dt is not None and recvbuf.nbytes < REDUCE_VIA_RS and c.small(recvbuf.nbytes):
-            return _allreduce_plain(c, sendbuf, recvbuf, op, dt)
+            return checked(c, _allreduce_plain(c, sendbuf, recvbuf, op, dt), -1,
+                           recvbuf.nbytes)
     op = check_op(op, "Allreduce")
     rb = as_typed(recvbuf, writable=True, op="Allreduce")
     sb = None if sendbuf is IN_PLACE else as_typed(sendbuf, writable=False, op="Allreduce")
@@ -108,11 +115,12 @@ def allreduce(c: Coll, sendbuf, recvbuf, op):
         raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
     if not c.contiguous and not commutes(op):  # see generic.py
-        return generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op)
-    k = ways(c, rb.nbytes)
-    if k:
-        return _allreduce_split(c, sb, rb, op, k)
-    return _allreduce(c, sb, rb, op)
+        steps = generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op)
+    elif ways(c, rb.nbytes):
+        steps = _allreduce_split(c, sb, rb, op, ways(c, rb.nbytes))
+    else:
+        steps = _allreduce(c, sb, rb, op)
+    return checked(c, steps, -1, rb.nbytes)
 
 
 def _allreduce(c: Coll, sb: Typed | None, rb: Typed, op):
@@ -199,8 +207,8 @@ def reduce_scatter_block(c: Coll, sendbuf, recvbuf, op):
                 f"expected {c.size} blocks of the receive buffer's {blk}"
             )
     if not c.contiguous and not commutes(op):
-        return _reduce_scatter_in_order(c, sb, [blk] * c.size, out, op)
-    return _reduce_scatter(c, sb, [blk] * c.size, out, op)
+        return checked(c, _reduce_scatter_in_order(c, sb, [blk] * c.size, out, op), -1, blk)
+    return checked(c, _reduce_scatter(c, sb, [blk] * c.size, out, op), -1, blk)
 
 
 def reduce_scatter(c: Coll, sendbuf, recvbuf, recvcounts, op):
@@ -223,8 +231,8 @@ def reduce_scatter(c: Coll, sendbuf, recvbuf, recvcounts, op):
     sb = Typed(sb.view[:sum(counts) * ext], sum(counts), sb.dt, ext)
     sizes, out = [n * ext for n in counts], out[:counts[c.rank] * ext]
     if not c.contiguous and not commutes(op):
-        return _reduce_scatter_in_order(c, sb, sizes, out, op)
-    return _reduce_scatter(c, sb, sizes, out, op)
+        return checked(c, _reduce_scatter_in_order(c, sb, sizes, out, op), -1, sb.nbytes)
+    return checked(c, _reduce_scatter(c, sb, sizes, out, op), -1, sb.nbytes)
 
 
 def _reduce_scatter_in_order(c: Coll, sb: Typed, sizes: list[int], out, op):
@@ -285,8 +293,10 @@ def scan(c: Coll, sendbuf, recvbuf, op, exclusive: bool):
                            f"receive buffer {rb.nbytes}")
     if not c.contiguous:  # the prefix needs every earlier rank, whichever cluster it is in
         upto = c.rank if exclusive else c.rank + 1
-        return generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op, upto)
-    return _scan(c, sb, rb, op, exclusive)
+        steps = generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op, upto)
+    else:
+        steps = _scan(c, sb, rb, op, exclusive)
+    return checked(c, steps, -1, rb.nbytes)
 
 
 def _scan(c: Coll, sb: Typed | None, rb: Typed, op, exclusive: bool):

@@ -22,6 +22,7 @@ from ._base import (
     T_GATHERV,
     T_SCATTER,
     T_SCATTERV,
+    checked,
     displs,
     equal_blocks,
     pack,
@@ -52,7 +53,7 @@ def shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
 def bcast(c: Coll, buf, root) -> object:
     root = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
-    return _bcast(c, b, root)
+    return checked(c, _bcast(c, b, root), root, b.nbytes)
 
 
 def _bcast(c: Coll, b: Typed, root: int):
@@ -94,7 +95,8 @@ def gather(c: Coll, sendbuf, recvbuf, root):
     root = c.root(root)
     if c.rank != root:
         sb = as_typed(sendbuf, writable=False, op="Gather")
-        return _gather_other(c, sb, root) if c.contiguous else _gatherv_other(c, sb, root)
+        steps = _gather_other(c, sb, root) if c.contiguous else _gatherv_other(c, sb, root)
+        return checked(c, steps, root, sb.nbytes)
     rb = as_typed(recvbuf, writable=True, op="Gather", blocks=c.size)
     if rb.count % c.size:
         raise BufferError_(f"Gather on root {root}: receive buffer of {rb.nbytes} bytes is "
@@ -107,9 +109,11 @@ def gather(c: Coll, sendbuf, recvbuf, root):
         _check_block("Gather", c, sb.nbytes, blk)
         sspec = sb.spec
     if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Gatherv
-        return _gatherv_root(c, sspec, equal_blocks(rb.view, c.size, rb.count // c.size,
-                                                    rb.dt, rb.extent))
-    return _gather_root(c, sspec, rb, blk)
+        steps = _gatherv_root(c, sspec, equal_blocks(rb.view, c.size, rb.count // c.size,
+                                                     rb.dt, rb.extent))
+    else:
+        steps = _gather_root(c, sspec, rb, blk)
+    return checked(c, steps, root, blk)
 
 
 def _gather_root(c: Coll, sspec, rb: Typed, blk: int):
@@ -139,11 +143,12 @@ def _gather_other(c: Coll, sb: Typed, root: int):
 def gatherv(c: Coll, sendbuf, recvbuf, root):
     root = c.root(root)
     if c.rank != root:
-        return _gatherv_other(c, as_typed(sendbuf, writable=False, op="Gatherv"), root)
+        return checked(c, _gatherv_other(c, as_typed(sendbuf, writable=False, op="Gatherv"),
+                                         root), root)
     rv = as_vector(recvbuf, c.size, writable=True, op="Gatherv")
     sspec = IN_PLACE if sendbuf is IN_PLACE else \
         as_typed(sendbuf, writable=False, op="Gatherv").spec
-    return _gatherv_root(c, sspec, rv)
+    return checked(c, _gatherv_root(c, sspec, rv), root)
 
 
 def _gatherv_root(c: Coll, sspec, rv):
@@ -190,7 +195,8 @@ def scatter(c: Coll, sendbuf, recvbuf, root):
     root = c.root(root)
     if c.rank != root:
         rb = as_typed(recvbuf, writable=True, op="Scatter")
-        return _scatter_other(c, rb, root) if c.contiguous else _scatterv_other(c, rb, root)
+        steps = _scatter_other(c, rb, root) if c.contiguous else _scatterv_other(c, rb, root)
+        return checked(c, steps, root, rb.nbytes)
     sb = as_typed(sendbuf, writable=False, op="Scatter", blocks=c.size)
     if sb.count % c.size:
         raise BufferError_(f"Scatter on root {root}: send buffer of {sb.nbytes} bytes is "
@@ -203,9 +209,11 @@ def scatter(c: Coll, sendbuf, recvbuf, root):
         _check_block("Scatter", c, rb.nbytes, blk)
         rspec = [rb.view, BYTE]
     if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Scatterv
-        return _scatterv_root(c, equal_blocks(sb.view, c.size, sb.count // c.size, sb.dt,
-                                              sb.extent), rspec)
-    return _scatter_root(c, sb, rspec, blk)
+        steps = _scatterv_root(c, equal_blocks(sb.view, c.size, sb.count // c.size, sb.dt,
+                                               sb.extent), rspec)
+    else:
+        steps = _scatter_root(c, sb, rspec, blk)
+    return checked(c, steps, root, blk)
 
 
 def _scatter_root(c: Coll, sb: Typed, rspec, blk: int):
@@ -231,11 +239,12 @@ def _scatter_other(c: Coll, rb: Typed, root: int):
 def scatterv(c: Coll, sendbuf, recvbuf, root):
     root = c.root(root)
     if c.rank != root:
-        return _scatterv_other(c, as_typed(recvbuf, writable=True, op="Scatterv"), root)
+        return checked(c, _scatterv_other(c, as_typed(recvbuf, writable=True, op="Scatterv"),
+                                          root), root)
     sv = as_vector(sendbuf, c.size, writable=False, op="Scatterv")
     rspec = IN_PLACE if recvbuf is IN_PLACE else \
         [as_typed(recvbuf, writable=True, op="Scatterv").view, BYTE]
-    return _scatterv_root(c, sv, rspec)
+    return checked(c, _scatterv_root(c, sv, rspec), root)
 
 
 def _scatterv_root(c: Coll, sv, rspec):

@@ -20,7 +20,12 @@ Rule 5: with several forwarders, all envelopes from one sender to one receiver g
 Rule 6: a synchronous send's message carries F_SYNC and an id (`aux`); its receiver answers
         with a K_ACK envelope carrying the same id once a receive has matched it. That is the
         one round trip of the protocol, and only synchronous sends make it.
-Rule 7: admission. On the intercommunicator a port's Accept returns, the forwarder sends a
+Rule 7: flow control without a handshake on the common path: a receiver grants each sender
+        of the other cluster credit for large messages ahead of time (its budget divided
+        among them) and returns it in batches (K_CREDIT) as early data is consumed. A sender
+        out of credit sends the envelope alone (F_DEFER), which keeps its place in the
+        matching order; the receiver pulls the data (K_PULL) once a receive matches it.
+Rule 8: admission. On the intercommunicator a port's Accept returns, the forwarder sends a
         challenge (T_CHALLENGE) and expects, as the very first message, rank 0's T_HELLO with
         `proof.prove(secret, ADMIT, nonce, cluster, forwarder index)`. Anything else first,
         or no answer in time, and the connection is refused: everything it sent is
@@ -39,7 +44,7 @@ from typing import NamedTuple
 
 from ..errors import ProtocolError
 
-VERSION = 2  # 2: admission by challenge (Rule 7)
+VERSION = 2  # 2: admission by challenge (Rule 8)
 
 # MPI tags on the control channel (the intercommunicator returned by Connect/Accept).
 T_EAGER = 1  # envelope + payload
@@ -55,7 +60,7 @@ T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
 T_LEFT = 16  # forwarder -> every rank: a rank said BYE; body: {rank, colls}, where colls is the
 #              number of collective calls it completed, so a rank stuck in a later one knows it is
 #              waiting for somebody who will never come
-T_CHALLENGE = 17  # forwarder -> rank 0 of whoever connected: {nonce, index}; see Rule 7
+T_CHALLENGE = 17  # forwarder -> rank 0 of whoever connected: {nonce, index}; see Rule 8
 T_ADMIT = 18  # forwarder -> every rank of a cluster whose proof it accepted: Dup the channels
 
 HEARTBEAT = 1.0  # seconds between forwarder heartbeats
@@ -65,10 +70,14 @@ LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much 
 K_P2P = 1  # a point-to-point message (user or collective context)
 K_STRIPE = 2  # one stripe of a striped message: tag = stripe index, aux = stripe-set id
 K_ACK = 3  # a receiver matched a synchronous send: aux = the send's id (Rule 6)
+K_PULL = 4  # a receiver matched a deferred message: send its data now (aux = its id, Rule 7)
+K_CREDIT = 5  # a receiver consumed early data: nbytes more may come (Rule 7)
 
 # Envelope flags.
 F_STRIPED = 1  # K_P2P eager envelope with no payload: the bytes come as stripes (aux = id)
 F_SYNC = 2  # K_P2P of a synchronous send: acknowledge once matched (aux = the send's id)
+F_DEFER = 4  # K_P2P envelope alone: the data waits at the sender for a K_PULL (aux = its id)
+F_PULLED = 8  # T_LARGE: the data of a deferred message (aux = its id), outside matching
 
 _ENVELOPE = struct.Struct("<BBHiiiiQIII")
 ENVELOPE_SIZE = _ENVELOPE.size

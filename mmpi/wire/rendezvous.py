@@ -19,6 +19,7 @@ ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # path of the job's rendezvous directory
 ENV_CLUSTER = "MMPI_CLUSTER"  # "low" or "high" for cluster jobs
 ENV_CONNECT_TIMEOUT = "MMPI_CONNECT_TIMEOUT"  # seconds to wait for the forwarder at start-up
 ENV_FORWARDERS = "MMPI_FORWARDERS"  # number of forwarders in the job (default 1)
+ENV_MONITOR = "MMPI_MONITOR"  # a directory: ranks count their traffic and write it there
 # "1": in a rank whose PYTHONPATH starts with startup_dir(), `import mpi4py.MPI` gives the
 # bridged namespace; "0": such an import is refused (it would make a world of one cluster).
 ENV_MPI4PY_HOOK = "MMPI_MPI4PY_HOOK"

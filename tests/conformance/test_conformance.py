@@ -66,3 +66,9 @@ def test_nonblocking_collectives(low, high):
 @pytest.mark.parametrize("low,high", LAYOUTS)
 def test_cartesian_halo_exchange_and_graphs(low, high):
     check_same("cart.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 2)])
+def test_in_place_by_none_and_vector_counts(low, high):
+    check_same("inplace.py", low, high)

@@ -85,6 +85,12 @@ def test_collectives_native_same_answers(native):
      True),
     ("alltoallv-counts-leaders", r"rank 3 expects 40000 bytes from rank 0, which sends 24000",
      True),
+    ("bcast-vs-reduce-within", r"Bcast on rank 2: rank 3 called Reduce while rank 2 called "
+                               r"Bcast: the ranks called different collectives", True),
+    ("bcast-vs-reduce-across", r"rank 1 called Reduce while rank 0 called Bcast", True),
+    ("bcast-roots", r"Bcast: mismatched arguments: root 2 on rank 3, root 0 elsewhere", True),
+    ("alltoallv-counts-within", r"Alltoallv: mismatched counts: rank 2 sends 8 bytes to rank "
+                                r"3, which expects 12", True),
     # only the root can tell:
     ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),
 ])

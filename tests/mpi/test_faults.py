@@ -194,3 +194,16 @@ def test_long_computation_is_not_a_lost_forwarder(bridged):
     job = bridged("busy_then_talk.py", "4", low=1, high=1, env={"MMPI_FORWARDER_TIMEOUT": "2"})
     assert job.returncode == 0, job.output
     assert job.stdout.count("talked after computing") == 2, job.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode,low,high", [("self", 1, 3), ("self", 2, 2), ("peer", 2, 2),
+                                           ("peer", 1, 3)])
+def test_messages_never_received_do_not_hang_the_end(bridged, mode, low, high):
+    t0 = time.monotonic()
+    job = bridged("unreceived.py", mode, low=low, high=high, timeout=60)
+    took = time.monotonic() - t0
+    assert job.returncode == 0, job.output
+    assert len(re.findall(r"rank \d: done", job.stdout)) == low + high, job.output
+    assert "message(s) it never received: from rank" in job.output, job.output
+    assert took < 30, took

@@ -56,3 +56,24 @@ def test_messages_pending_for_a_rank_in_a_native_wait_do_not_hang_a_collective(b
     job = bridged("pending_then_collective.py", "20", kind, low=2, high=2, timeout=90)
     assert job.returncode == 0, job.output
     assert job.stdout.count(": ok") == 4, job.output
+
+
+@pytest.mark.timeout(240)
+def test_a_slow_receiver_holds_a_bounded_amount_of_early_data(bridged):
+    # 512 x 4 MiB sent at once to a receiver that waits first: with a 256 MiB budget for early
+    # data, the receiver's memory stays near that (it grew to 2 GiB without flow control).
+    job = bridged("flood.py", "slow", "512", "4", low=1, high=1, timeout=200,
+                  env={"MMPI_RECV_BUDGET": str(256 << 20)})
+    assert job.returncode == 0, job.output
+    m = re.search(r"rank 1: received 512 x 4 MiB, peak rss (\d+) MiB", job.stdout)
+    assert m, job.output
+    assert int(m.group(1)) < 256 + 200, job.output
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("budget", [16 << 20, 256 << 20])
+def test_mutual_floods_of_large_isends_do_not_deadlock(bridged, budget):
+    job = bridged("flood.py", "mutual", "200", "1", low=1, high=1, timeout=200,
+                  env={"MMPI_RECV_BUDGET": str(budget)})
+    assert job.returncode == 0, job.output
+    assert len(re.findall(r"received 200 x 1 MiB", job.stdout)) == 2, job.output

@@ -110,6 +110,22 @@ def test_dlpack_buffer_is_taken():
     assert as_typed(Capsule(a), writable=False, op="Send").count == 3
 
 
+
+def test_host_cuda_array_interface_counts_elements():
+    class HostCAI:  # a device-array stand-in whose memory is this process's
+        def __init__(self, a):
+            self.a = a
+            self.__cuda_array_interface__ = {
+                "shape": a.shape, "typestr": a.dtype.str, "version": 3, "strides": None,
+                "data": (a.__array_interface__["data"][0], False)}
+
+    g = np.full(4, -1, dtype="g")  # long double has no memoryview cast: counted all the same
+    t = as_typed([HostCAI(g), 2], writable=True, op="Recv")
+    assert t.count == 2 and t.nbytes == 2 * g.itemsize
+    t.view[:] = np.arange(4, dtype="g").tobytes()[:t.nbytes]
+    assert g.tolist() == [0, 1, -1, -1]
+
+
 def test_vector_spec_forms_follow_mpi4py():
     buf = np.zeros(6, "i")
     v = as_vector([buf, 2, "i"], 3, writable=True, op="Gatherv")  # an integer count: every block

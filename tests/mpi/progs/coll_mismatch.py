@@ -56,6 +56,27 @@ elif case.startswith("eager-boundary-"):
         comm.Allgather(np.ones(n // 2), np.zeros(size * n // 2))
     else:
         comm.Reduce(np.ones(n), np.zeros(n) if rank == 0 else None, op=MPI.SUM, root=0)
+elif case == "bcast-vs-reduce-within":  # rank 3 calls Reduce, the others Bcast
+    buf = np.zeros(4)
+    if rank == 3:
+        comm.Reduce(np.ones(4), None, op=MPI.SUM, root=0)
+    else:
+        comm.Bcast(buf, root=0)
+elif case == "bcast-vs-reduce-across":  # the same with the odd one out in the low cluster
+    buf = np.zeros(4)
+    if rank == 1:
+        comm.Reduce(np.ones(4), None, op=MPI.SUM, root=0)
+    else:
+        comm.Bcast(buf, root=0)
+elif case == "bcast-roots":  # rank 3 broadcasts from root 2, the others from root 0
+    comm.Bcast(np.zeros(4), root=2 if rank == 3 else 0)
+elif case == "alltoallv-counts-within":  # two ranks of one cluster disagree on a block
+    send = np.zeros(8, np.int32)
+    recv = np.zeros(12, np.int32)
+    counts = [2] * size
+    if rank == 3:
+        counts[2] = 3  # expects 3 from rank 2, which sends 2
+    comm.Alltoallv([send, [2] * size], [recv, counts])
 elif case == "bcast-count-longer":  # the far cluster expects a longer message: no silent gap
     buf = np.zeros(10 if not in_high else 12)
     comm.Bcast(buf, root=0)
