@@ -1,7 +1,10 @@
 """The forwarder daemon: open a port per cluster, admit both, hand out the layout, relay, stop.
 
-One `Open_port` per cluster, admitted one after the other: two clusters connecting to one
-shared port at the same instant can crash MPICH inside `Comm_accept` (see the MPI probe notes).
+Admission (who may connect, and what happens to strangers) is `_admission.Gate`.
+
+One `Open_port` per cluster, admitted one after the other, each port open only while it is
+accepted on: two clusters connecting to one shared port at the same instant, or two connections
+queued on a port nobody accepts on yet, can crash MPICH inside `Comm_accept`.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from mmpi.wire import BridgeError, MMPIError
+from mmpi.wire import BridgeError
 from mmpi.wire import protocol as P
 from mmpi.wire import rendezvous as R
 from mmpi.wire.backoff import Backoff
 from mmpi.wire.knobs import env_float, env_int
 from mmpi.wire.layout import Layout
 
+from ._admission import Gate
 from ._relay import Link, Relay
 
 DEFAULT_CHUNK = 1 << 20
@@ -37,7 +41,7 @@ DEFAULT_DEPTH = 2
 DEFAULT_POOL_MANY = 8  # MMPI_FWD_POOL_MANY
 # How the relay work is spread over threads (see Forwarder._serve).
 MODES = ("direction", "split", "single")
-# Seconds a connected process has to prove it belongs to the job (MMPI_HELLO_TIMEOUT).
+# Seconds a connected process has to answer the challenge (MMPI_HELLO_TIMEOUT).
 HELLO_TIMEOUT = 10.0
 
 
@@ -72,9 +76,13 @@ class Forwarder:
         self.links: dict[str, Link] = {}
         self.relays: list[Relay] = []
         self._admitted = threading.Event()
+        self._gate = Gate(self.rendezvous, index, self.hello_timeout, self._warn)
         self._last_ping = 0.0
 
     # -- start-up -------------------------------------------------------------------------
+    def _warn(self, msg: str) -> None:
+        print(f"mmpi-forwarder[{self.index}]: {msg}", file=sys.stderr, flush=True)
+
     def _watchdog(self) -> None:
         if not self._admitted.wait(self.connect_timeout):
             missing = [c for c in R.CLUSTERS if c not in self.links]
@@ -83,63 +91,23 @@ class Forwarder:
                   flush=True)
             os._exit(2)  # Comm_accept cannot be interrupted any other way
 
-    def _admit(self, cluster: str, port: str) -> Link:
-        """Accept on `cluster`'s port until a process proves it belongs to this job.
-
-        A stranger (wrong or no secret within HELLO_TIMEOUT) is dropped with Free - not
-        Disconnect, which would wait for its cooperation - and we accept again, so the real
-        cluster, queued in its Connect, is admitted next without noticing.
-        """
-        while True:
-            ctrl = MPI.COMM_SELF.Accept(port, MPI.INFO_NULL, 0)
-            try:
-                hello = self._hello(ctrl, cluster)
-            except MMPIError as exc:
-                print(f"mmpi-forwarder[{self.index}]: refused a connection on the {cluster!r} "
-                      f"port: {exc}", file=sys.stderr, flush=True)
-                ctrl.Free()
-                continue
-            size = ctrl.Get_remote_size()
-            if hello["size"] != size:
-                raise BridgeError(f"cluster {cluster!r} says it has {hello['size']} ranks, "
-                                  f"the link has {size}")
-            return Link(cluster, ctrl, ctrl.Dup(), size)
-
-    def _hello(self, ctrl: MPI.Intercomm, cluster: str) -> dict:
-        st = MPI.Status()
-        backoff = Backoff(spin=1e-3, max_sleep=5e-3)
-        deadline = time.monotonic() + self.hello_timeout
-        while (msg := ctrl.Improbe(0, P.T_HELLO, st)) is None:
-            if time.monotonic() > deadline:
-                raise BridgeError(f"no HELLO within {self.hello_timeout:g} s")
-            backoff.idle()
-        if st.Get_count(MPI.BYTE) > 4096:
-            raise BridgeError(f"oversized HELLO of {st.Get_count(MPI.BYTE)} bytes")
-        buf = bytearray(st.Get_count(MPI.BYTE))
-        msg.Recv([buf, MPI.BYTE])
-        hello = P.decode_control(buf, ("secret", "cluster", "size"))
-        secret = (self.rendezvous / R.SECRET_FILE).read_text().strip()
-        if hello["secret"] != secret:
-            raise BridgeError("wrong job secret")
-        if hello["cluster"] != cluster:
-            raise BridgeError(f"it claims to be cluster {hello['cluster']!r}")
-        return hello
-
     def _admit_all(self) -> dict[str, Link]:
         """Open a port per cluster, publish it, and admit each cluster on its own."""
         if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
             raise BridgeError("the forwarder needs MPI_THREAD_MULTIPLE for its relay threads, "
                               f"this MPI gives level {MPI.Query_thread()}")
         R.write_atomic(self.rendezvous / f"forwarder.{self.index}.pid", str(os.getpid()))
-        ports = {c: MPI.Open_port() for c in R.CLUSTERS}
-        for c, port in ports.items():
-            R.write_atomic(self.rendezvous / R.port_file(c, self.index), port)
         threading.Thread(target=self._watchdog, daemon=True).start()
         for c in R.CLUSTERS:
-            self.links[c] = self._admit(c, ports[c])
-        self._admitted.set()
-        for port in ports.values():
+            # A port exists only while we accept on it: two connections queued on one port
+            # while nobody accepts there crash MPICH 5.0.2 inside the next Comm_accept (seen
+            # with a stranger and the real cluster waiting on the high port while the low one
+            # was being admitted). The other cluster waits for the port file meanwhile.
+            port = MPI.Open_port()
+            R.write_atomic(self.rendezvous / R.port_file(c, self.index), port)
+            self.links[c] = self._gate.admit(c, port)
             MPI.Close_port(port)
+        self._admitted.set()
         return self.links
 
     def _hand_out_layout(self) -> Layout:
@@ -161,7 +129,10 @@ class Forwarder:
 
     def run(self) -> int:
         """Serve one bridged job from admission to shutdown; return an exit status."""
-        return self.serve(self._admit_all())
+        try:
+            return self.serve(self._admit_all())
+        finally:
+            self._gate.close()
 
     def serve(self, links: dict[str, Link]) -> int:
         """Relay between the clusters of `links` ("low", "high") until both said BYE; close.

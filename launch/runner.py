@@ -16,6 +16,8 @@ Rules:
   appeared during the run and are no longer in use are removed too.
 - Success is: every cluster job exits 0, then every forwarder exits 0. A cluster that exits 0
   without any rank having joined the bridge ran as a separate world: that is a failure.
+- A rank that the rank watch (_watch.py) saw leave without finalizing is a failure too, even
+  while its job still runs (`os._exit(0)`: Hydra waits for the other ranks).
 - After the first failure, the other jobs get FAILURE_GRACE seconds to fail by themselves
   before they are stopped: one dead rank brings down its cluster, the forwarder and maybe the
   other cluster, and the job that exits first is often not the cause. Every failure is then
@@ -41,6 +43,7 @@ from typing import IO, NamedTuple
 from mmpi.errors import MMPIError
 
 from . import _diagnose, _status, hygiene
+from . import _watch as rank_watch
 from ._console import Console, keep_log, open_log
 from ._diagnose import Evidence, JobEnd
 from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
@@ -210,7 +213,9 @@ def run(
     jobs: list[_Job] = []
     failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
+    watch: rank_watch.RankWatch | None = None
     try:
+        watch = _start_watch(plan, rendezvous)
         try:
             with _signals_raise():
                 try:
@@ -222,6 +227,8 @@ def run(
                     for job in jobs:
                         _start_readers(job, output)
                 checks = [_separate_worlds(jobs, rendezvous)]
+                if watch is not None:
+                    checks.append(_departures(jobs, watch))
                 failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace, checks)
             status = 0
         except KeyboardInterrupt:
@@ -235,7 +242,7 @@ def run(
             with _signals_ignored():
                 # The pid files go with the rendezvous directory: read them first.
                 pids = hygiene.read_pids(rendezvous) if failures else hygiene.NO_PIDS
-                failed = _shut_down(jobs, failures, output, term_grace, pids, rendezvous)
+                failed = _shut_down(jobs, failures, output, term_grace, pids, rendezvous, watch)
                 status = failed if failed is not None else status
                 if status != 0:
                     hygiene.remove_new_shm(shm_before)
@@ -247,10 +254,19 @@ def run(
             kept = log_path if log is not None else keep_log(log_path, log_dir)
             if kept is not None:
                 output.message(f"the output of every rank and forwarder is in {kept}")
+        if watch is not None:
+            watch.close()
         shutil.rmtree(rendezvous, ignore_errors=True)
         if watchdog is not None:
             watchdog.release()
     return status
+
+
+def _start_watch(plan: Plan, rendezvous: Path) -> rank_watch.RankWatch | None:
+    try:
+        return rank_watch.start_for(plan, rendezvous)
+    except OSError as exc:
+        raise LaunchError(f"cannot start the rank watch: {exc}") from exc
 
 
 def _shut_down(
@@ -260,6 +276,7 @@ def _shut_down(
     term_grace: float,
     pids: hygiene.Pids,
     rendezvous: Path,
+    watch: rank_watch.RankWatch | None = None,
 ) -> int | None:
     """Report the failures, stop what still runs, drain the output, recap; return the status."""
     running = [j for j in jobs if j.proc.poll() is None]
@@ -284,10 +301,15 @@ def _shut_down(
                     stopped=[_still_running(j) for j in running],
                     forwarder_states=states,
                 )
-                lines, status, headline = report.lines, report.status, report.headline
-                others = "the other jobs"
                 cause = report.cause
-                output.show((cause.end.name, cause.rank[1] if cause.rank else None))
+                shown = (cause.end.name, cause.rank[1] if cause.rank else None)
+                lines, status, headline = report.lines, report.status, report.headline
+                if watch is not None:  # a rank that left without a word may be the cause
+                    lines, status, headline, shown = rank_watch.explain(
+                        watch.departed(), report, shown
+                    )
+                others = "the other jobs"
+                output.show(shown)
             for line in lines[:-1]:
                 output.message(line)
             output.message(lines[-1] + (f"; stopping {others}" if running else ""))
@@ -451,6 +473,24 @@ def _watch(
                 )
                 return [_Failure(what, _status.NOT_BRIDGED, job)]
         time.sleep(POLL_INTERVAL)
+
+
+def _departures(jobs: list[_Job], watch: rank_watch.RankWatch) -> Check:
+    """Fail the run DEPARTURE_GRACE s after the rank watch saw a rank leave unfinalized.
+
+    Meanwhile a job that fails by itself (Hydra reporting a signal or an abort) takes over, and
+    its account is weighed against the departure in the report (`rank_watch.explain`).
+    """
+    by_name = {j.launch.name: j for j in jobs}
+
+    def check() -> _Failure | None:
+        gone = watch.departed()
+        if not gone or time.monotonic() - gone[0].at < rank_watch.DEPARTURE_GRACE:
+            return None
+        # Status 1: the rank's own status is unknown (os._exit(0) gives 0 to Hydra).
+        return _Failure(gone[0].sentence, 1, by_name[gone[0].cluster])
+
+    return check
 
 
 def _separate_worlds(jobs: list[_Job], rendezvous: Path) -> Check:

@@ -1,9 +1,12 @@
 """Joining the bridge at import time (our MPI_Init): connect, get the layout, build COMM_WORLD.
 
-Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: local rank 0 waits for the
-forwarder's port file for this cluster, the cluster connects collectively, duplicates the link
-into a control and a data channel, proves it belongs to the job (the secret in the private
-rendezvous directory), and every rank waits for the forwarder's layout message.
+Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: every rank first registers with
+mmpi-run's rank watch (`wire.watch`; it says "bye" once finalized), local rank 0 waits for the
+forwarder's port file for this cluster, the cluster connects collectively, rank 0 answers the
+forwarder's challenge with an HMAC of the job secret (in the private rendezvous directory;
+the secret itself never travels), every rank waits to be admitted, the cluster Dups a fresh
+control and a data channel from the connection (protocol Rule 8), and every rank waits for the
+forwarder's layout message.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from pathlib import Path
 from .errors import BridgeError
 from .wire import protocol as P
 from .wire import rendezvous as R
+from .wire import watch
 from .wire.knobs import env_int
 
 _engine = None
 _world = None
+_membership: watch.Membership | None = None  # our registration with mmpi-run's rank watch
 
 
 def engine():
@@ -48,11 +53,14 @@ def join():
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     path = Path(rdv)
+    # First of all: from here on, however this process ends, mmpi-run knows whether it had
+    # finalized (the kernel closes the socket for us).
+    global _membership
+    _membership = watch.register(path, cluster, rank, os.getpid(), min(timeout, 10.0))
     nfwd = int(os.environ.get(R.ENV_FORWARDERS, "1"))
     links = []
     for index in range(nfwd):
-        ctrl = _connect(world, path, cluster, index, timeout)
-        links.append((ctrl, ctrl.Dup()))
+        links.append(_connect(world, path, cluster, index, timeout))
     comm = world_over(cluster, world, links, timeout)
     if os.environ.get(R.ENV_MONITOR):  # mmpi-run --monitor: count from the start
         from ._monitor import Monitor, Session
@@ -100,8 +108,9 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
 
 
 def _connect(world, path: Path, cluster: str, index: int, timeout: float):
-    """Connect this cluster (collectively) to forwarder `index` and prove membership."""
+    """Connect this cluster (collectively) to forwarder `index`, prove membership; (ctrl, data)."""
     from ._native import MPI
+    from .wire import proof
 
     port = error = None
     if world.Get_rank() == 0:
@@ -113,16 +122,28 @@ def _connect(world, path: Path, cluster: str, index: int, timeout: float):
     port, error = world.bcast((port, error), root=0)
     if error:
         raise BridgeError(error)
-    ctrl = world.Connect(port, MPI.INFO_NULL, 0)
+    acc = world.Connect(port, MPI.INFO_NULL, 0)
+    what = f"forwarder {index}"
     if world.Get_rank() == 0:
-        # Proof of membership first: the forwarder checks it before anything collective.
-        secret = (path / R.SECRET_FILE).read_text().strip()
-        hello = P.encode_control(secret=secret, cluster=cluster, size=world.Get_size())
-        ctrl.Send([hello, MPI.BYTE], 0, P.T_HELLO)
-    return ctrl
+        challenge = P.decode_control(
+            _wait_control(acc, P.T_CHALLENGE, timeout, cluster, f"no challenge from {what}",
+                          "is it admitting another connection?"),
+            ("nonce",))
+        answer = proof.prove(R.read_secret(path), proof.ADMIT, str(challenge["nonce"]),
+                             cluster, index)
+        hello = P.encode_control(cluster=cluster, size=world.Get_size(), proof=answer)
+        acc.Send([hello, MPI.BYTE], 0, P.T_HELLO)
+    _wait_control(acc, P.T_ADMIT, timeout, cluster, f"not admitted by {what}",
+                  "its log says why")
+    # Traffic goes only over channels made after the proof; the connection itself is done.
+    ctrl, data = acc.Dup(), acc.Dup()
+    acc.Free()
+    return ctrl, data
 
 
-def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
+def _wait_control(ctrl, tag: int, timeout: float, cluster: str,
+                  missing: str = "no layout from the forwarder",
+                  hint: str = "did the other cluster start?") -> bytearray:
     """Poll (not block: blocking spins a core) for one control message from the forwarder."""
     from ._native import MPI
     from .wire.backoff import Backoff
@@ -138,8 +159,7 @@ def _wait_control(ctrl, tag: int, timeout: float, cluster: str) -> bytearray:
             return buf
         if time.monotonic() > deadline:
             raise BridgeError(
-                f"cluster {cluster!r}: no layout from the forwarder within {timeout:g} s "
-                "(did the other cluster start?)"
+                f"cluster {cluster!r}: {missing} within {timeout:g} s ({hint})"
             )
         backoff.idle()
 
@@ -149,8 +169,23 @@ def finalize() -> None:
     if _engine is not None and not _engine.finalized:
         _save_monitor()
         _engine.finalize()
+        _leave_watch()
         if os.environ.get("MMPI_SKIP_MPI_FINALIZE"):
             _exit_without_mpi_finalize(_engine.local)
+
+
+def _aborting() -> None:
+    """Tell mmpi-run's rank watch that this rank calls MPI_Abort (Hydra will say why)."""
+    if _membership is not None:
+        _membership.aborting()
+
+
+def _leave_watch() -> None:
+    """Tell mmpi-run's rank watch that this rank has finalized: its exit is no failure."""
+    global _membership
+    if _membership is not None:
+        _membership.leave()
+        _membership = None
 
 
 def _save_monitor() -> None:
@@ -198,6 +233,7 @@ def _install_exit_hook(world, engine) -> None:
 
     def exit(status=None):
         if status not in (None, 0) and not engine.finalized:
+            _aborting()
             print(f"mmpi: rank {engine.vrank} ({engine.cluster}:{engine.local_rank}) called "
                   f"sys.exit({status!r}) before the job finished; aborting", file=sys.stderr,
                   flush=True)
@@ -213,6 +249,7 @@ def _install_excepthook(world) -> None:
     previous = sys.excepthook
 
     def hook(etype, value, tb):
+        _aborting()  # first: Hydra may kill us on a cluster-mate's abort while we print
         previous(etype, value, tb)
         try:
             sys.stderr.flush()

@@ -25,6 +25,15 @@ Rule 7: flow control without a handshake on the common path: a receiver grants e
         among them) and returns it in batches (K_CREDIT) as early data is consumed. A sender
         out of credit sends the envelope alone (F_DEFER), which keeps its place in the
         matching order; the receiver pulls the data (K_PULL) once a receive matches it.
+Rule 8: admission. On the intercommunicator a port's Accept returns, the forwarder sends a
+        challenge (T_CHALLENGE) and expects, as the very first message, rank 0's T_HELLO with
+        `proof.prove(secret, ADMIT, nonce, cluster, forwarder index)`. Anything else first,
+        or no answer in time, and the connection is refused: everything it sent is
+        discarded and its intercommunicator is never used for traffic nor freed while the
+        forwarder runs (MPICH would hand a freed context id to the next communicator, and the
+        stranger's messages with it). An admitted cluster gets T_ADMIT on every rank; both
+        sides then Dup the control and data channels from it and free it: traffic only ever
+        flows on communicators created after the proof.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from typing import NamedTuple
 
 from ..errors import ProtocolError
 
-VERSION = 1
+VERSION = 2  # 2: admission by challenge (Rule 8)
 
 # MPI tags on the control channel (the intercommunicator returned by Connect/Accept).
 T_EAGER = 1  # envelope + payload
@@ -43,7 +52,7 @@ T_LARGE = 2  # envelope only; chunks follow on the data channel
 T_COLL = 3  # envelope + payload of a collective's small crossing, relayed as T_EAGER is; the
 #             receiver takes these by tag and in arrival order per (context, sender), outside
 #             MPI matching (Engine.cross_recv), and the envelope's tag names the collective
-T_HELLO = 10  # cluster root -> forwarder: job secret, cluster name, size
+T_HELLO = 10  # cluster root -> forwarder: cluster name, size, proof (answers T_CHALLENGE)
 T_LAYOUT = 11  # forwarder -> every rank: the virtual-rank layout and link parameters
 T_BYE = 12  # rank -> forwarder: I have finished sending; body: {colls} (see T_LEFT)
 T_BYE_ACK = 13  # forwarder -> rank: everybody finished, you may disconnect
@@ -51,6 +60,8 @@ T_PING = 15  # forwarder -> every rank, every HEARTBEAT seconds: "I am alive"
 T_LEFT = 16  # forwarder -> every rank: a rank said BYE; body: {rank, colls}, where colls is the
 #              number of collective calls it completed, so a rank stuck in a later one knows it is
 #              waiting for somebody who will never come
+T_CHALLENGE = 17  # forwarder -> rank 0 of whoever connected: {nonce, index}; see Rule 8
+T_ADMIT = 18  # forwarder -> every rank of a cluster whose proof it accepted: Dup the channels
 
 HEARTBEAT = 1.0  # seconds between forwarder heartbeats
 LOST_AFTER = 5.0  # default: a rank declares the forwarder lost after this much silence

@@ -26,6 +26,9 @@ ENV_MPI4PY_HOOK = "MMPI_MPI4PY_HOOK"
 
 SECRET_FILE = "secret"  # written by mmpi-run before anything starts
 OWNER_FILE = "owner"  # "<pid> <start time>" of the mmpi-run that made the directory
+# Where mmpi-run's rank watch listens ("unix:PATH" or "tcp:HOST:PORT", one per line, tried in
+# order); written before any job starts. Absent when the jobs were started by hand.
+WATCH_FILE = "watch"
 
 
 def startup_dir() -> str:
@@ -37,6 +40,11 @@ def startup_dir() -> str:
 def port_file(cluster: str, forwarder: int = 0) -> str:
     """Name of the file in which forwarder `forwarder` publishes the port for `cluster`."""
     return f"port.{forwarder}.{cluster}"
+
+
+def read_secret(path: Path) -> str:
+    """The job secret of the rendezvous directory `path`."""
+    return (path / SECRET_FILE).read_text().strip()
 
 
 def make_dir(parent: str | None = None) -> Path:

@@ -22,8 +22,14 @@ def _start(argv, env, **kw):
                             text=True, cwd=ROOT, **kw)
 
 
-def _manual_job(tmp_path, *, order, delays, prog_args, extra_env=None, before_clusters=None):
-    """Start forwarder and clusters by hand in `order` with `delays`; return their outputs."""
+def _manual_job(tmp_path, *, order, delays, prog_args, extra_env=None, before_clusters=None,
+                after="fwd", timeout=60):
+    """Start forwarder and clusters by hand in `order` with `delays`; return their outputs.
+
+    `before_clusters(rdv, env)`, if given, is called right after job `after` has started and
+    returns one more process (a stranger). A job still running after `timeout` s is killed and
+    reported with status None.
+    """
     from mmpi.wire.rendezvous import make_dir
 
     rdv = make_dir(str(tmp_path))
@@ -38,13 +44,20 @@ def _manual_job(tmp_path, *, order, delays, prog_args, extra_env=None, before_cl
     try:
         for name, delay in zip(order, delays, strict=True):
             time.sleep(delay)
-            if name == "fwd" and before_clusters:
-                procs["fwd"] = _start(argv["fwd"], env)
-                procs["stranger"] = before_clusters(rdv, env)
-                continue
             procs[name] = _start(argv[name], dict(env, MMPI_CLUSTER=name) if name != "fwd"
                                  else env)
-        outs = {n: p.communicate(timeout=60)[0] for n, p in procs.items()}
+            if name == after and before_clusters:
+                procs["stranger"] = before_clusters(rdv, env)
+        deadline = time.monotonic() + timeout
+        outs = {}
+        for n, p in procs.items():
+            try:
+                outs[n] = p.communicate(timeout=max(0.1, deadline - time.monotonic()))[0]
+            except subprocess.TimeoutExpired:
+                for q in procs.values():
+                    q.kill()
+                outs[n] = p.communicate()[0]
+                p.returncode = None  # hung: killed here, not failed by itself
     finally:
         for p in procs.values():
             if p.poll() is None:
@@ -70,11 +83,54 @@ def test_stranger_is_refused_and_the_job_runs(tmp_path, mode):
                       extra_env={"MMPI_HELLO_TIMEOUT": "2"}, before_clusters=stranger)
     fwd_rc, fwd_out = res["fwd"]
     assert fwd_rc == 0, fwd_out
-    reason = "wrong job secret" if mode == "wrong-secret" else "no HELLO within 2 s"
+    reason = ("wrong proof of the job secret" if mode == "wrong-secret"
+              else "no answer to the challenge within 2 s")
     assert f"refused a connection on the 'low' port: {reason}" in fwd_out, fwd_out
     for c in ("low", "high"):
         assert res[c][0] == 0, res[c][1]
     assert res["low"][1].count("UP") == 2 and res["high"][1].count("UP") == 1
+
+
+def _stranger_at(port_name: str, *args: str):
+    """A `before_clusters` hook: start stranger.py on `port_name` once the port is published."""
+
+    def start(rdv, env):
+        port = rdv / port_name
+        deadline = time.monotonic() + 20
+        while not port.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p = _start(["mpiexec", "-n", "1", sys.executable, str(PROGS / "stranger.py"),
+                    str(port), *args], env)
+        time.sleep(1.0)  # let it be first in line on that port
+        return p
+
+    return start
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("mode", "cluster"), [("forge", "low"), ("forge", "high"),
+                                               ("junk", "low")])
+def test_stranger_flooding_a_port_is_never_relayed(tmp_path, mode, cluster):
+    """A stranger first in line floods data-tagged messages (envelopes addressed to the real
+    ranks) instead of proving membership, before and after it is refused: none of them may
+    reach a rank, and the real job runs as if nothing happened."""
+    # The low cluster has vranks 0-1, the high one vrank 2: address the other cluster's ranks.
+    first, ndst = ("2", "1") if cluster == "low" else ("0", "2")
+    t0 = time.monotonic()
+    res = _manual_job(tmp_path, order=["fwd", "low", "high"], delays=[0, 0, 0],
+                      prog_args=[sys.executable, str(PROGS / "exact_delivery.py")],
+                      extra_env={"MMPI_HELLO_TIMEOUT": "2"},
+                      before_clusters=_stranger_at(f"port.0.{cluster}", mode, first, ndst),
+                      after="fwd" if cluster == "low" else "low", timeout=40)
+    fwd_rc, fwd_out = res["fwd"]
+    everything = "\n".join(f"--- {n} (status {rc}) ---\n{out}" for n, (rc, out) in res.items())
+    assert f"refused a connection on the {cluster!r} port" in fwd_out, everything
+    assert fwd_rc == 0, everything
+    for c in ("low", "high"):
+        assert res[c][0] == 0, everything
+    assert "FORGED" not in everything, everything
+    assert res["low"][1].count("EXACT") == 2 and res["high"][1].count("EXACT") == 1, everything
+    assert time.monotonic() - t0 < 60
 
 
 @pytest.mark.timeout(300)
