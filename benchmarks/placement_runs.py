@@ -117,6 +117,10 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f}"
 
 
+def _kib(n: int) -> str:
+    return f"{n / 2**10:.1f}"
+
+
 def _spread(xs: list[float]) -> str:
     if not xs:
         return "-"
@@ -125,19 +129,19 @@ def _spread(xs: list[float]) -> str:
 
 def table(results: list[dict]) -> str:
     """The markdown table of all cases."""
-    head = ("| case | advised layout | p2p MiB | fwd p2p default | fwd p2p predicted | "
-            "fwd p2p measured | fwd coll default / advised | time default s | "
+    head = ("| case | advised layout | p2p MiB | fwd p2p MiB default | predicted | "
+            "measured | fwd coll KiB default / advised | time default s | "
             "time advised s |")
     lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         d = r["default"]
         if r["default_optimal"]:
-            lay, meas, coll, ta = "= default (optimal)", "-", _mib(d["coll"]["forwarded"]), "-"
+            lay, meas, coll, ta = "= default (optimal)", "-", _kib(d["coll"]["forwarded"]), "-"
         else:
             adv = r["advised"]
             lay = " ".join(c[0] for c in r["layout_advised"])
             meas = _mib(adv["p2p"]["forwarded"])
-            coll = f"{_mib(d['coll']['forwarded'])} / {_mib(adv['coll']['forwarded'])}"
+            coll = f"{_kib(d['coll']['forwarded'])} / {_kib(adv['coll']['forwarded'])}"
             ta = _spread(r["time_advised"])
         lines.append(
             f"| {r['case']} | {lay} | {_mib(d['p2p']['bytes'])} | "
