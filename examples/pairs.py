@@ -4,8 +4,9 @@ Each rank swaps a block with its partner a few times, then checks what it got. U
 default layout (low holds the first half) every exchange crosses the zipper; the layout
 ``mmpi-place`` proposes from a monitored run keeps every pair inside one cluster.
 
-    MMPI_MONITOR=mon mmpi-run --low 2 --high 2 python examples/pairs.py
+    mmpi-run --low 2 --high 2 --monitor mon python examples/pairs.py
     mmpi-place mon --low 2 --high 2 --output map.json
+    mmpi-run --low 2 --high 2 --rank-map map.json --monitor placed python examples/pairs.py
 """
 
 import sys

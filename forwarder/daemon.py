@@ -57,8 +57,11 @@ class Forwarder:
                  chunk: int = DEFAULT_CHUNK, pool_chunks: int = DEFAULT_POOL,
                  depth: int = DEFAULT_DEPTH,
                  eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
-                 mode: str = "split", log=None) -> None:
+                 mode: str = "split", log=None, owners=None) -> None:
         self.rendezvous = Path(rendezvous)
+        # The cluster of each virtual rank (a rank map); None: the one mmpi-run wrote in the
+        # rendezvous directory (R.LAYOUT_FILE), else the default layout.
+        self.owners = tuple(owners) if owners is not None else None
         self.index = index
         self.connect_timeout = connect_timeout
         self.chunk = chunk
@@ -112,13 +115,32 @@ class Forwarder:
 
     def _hand_out_layout(self) -> Layout:
         """Tell every rank of both clusters the layout and this forwarder's parameters."""
-        layout = Layout(self.links["low"].size, self.links["high"].size)
+        layout = self._layout()
+        fields = dict(low=layout.low_size, high=layout.high_size, eager_max=self.eager_max,
+                      chunk=self.chunk)
+        if not layout.is_blocks:  # a rank map; the default layout's message stays as it was
+            fields["owners"] = list(layout.owners)
         for c, link in self.links.items():
             link.place(layout.vranks(c))
-            msg = P.encode_control(low=layout.low_size, high=layout.high_size,
-                                   eager_max=self.eager_max, chunk=self.chunk)
+            msg = P.encode_control(**fields)
             reqs = [link.ctrl.Isend([msg, MPI.BYTE], r, P.T_LAYOUT) for r in range(link.size)]
             MPI.Request.Waitall(reqs)
+        return layout
+
+    def _layout(self) -> Layout:
+        """The job's layout: the rank map's, if any (its cluster sizes checked), else blocks."""
+        low, high = self.links["low"].size, self.links["high"].size
+        if self.owners is None:
+            self.owners = R.read_layout(self.rendezvous)
+        if self.owners is None:
+            return Layout(low, high)
+        try:
+            layout = Layout.from_owners(self.owners)
+        except ValueError as exc:
+            raise BridgeError(f"the rank map is not a layout: {exc}") from None
+        if (layout.low_size, layout.high_size) != (low, high):
+            raise BridgeError(f"the rank map places {layout.low_size} ranks in low and "
+                              f"{layout.high_size} in high, but {low}+{high} connected")
         return layout
 
     # -- relaying -------------------------------------------------------------------------

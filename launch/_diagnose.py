@@ -180,6 +180,7 @@ class JobEnd:
     evidence: Evidence | None = None
     first_vrank: int = 0
     order: int = 0  # when it was seen to end, among the failures
+    vranks: tuple[int, ...] = ()  # of each local rank, under a rank map (else from first_vrank)
 
     @property
     def job(self) -> str:
@@ -316,7 +317,9 @@ def _explain(end: JobEnd, pids: Pids) -> Finding:
 
 def _vrank(end: JobEnd, local: int, pids: Pids) -> int:
     known = pids.ranks.get((end.name, local))
-    return known[1] if known else end.first_vrank + local
+    if known:
+        return known[1]
+    return end.vranks[local] if local < len(end.vranks) else end.first_vrank + local
 
 
 def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:

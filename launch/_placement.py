@@ -26,6 +26,7 @@ order, plus ``-rankmap`` when a host's ranks are not contiguous.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._hosts import Machine
@@ -72,13 +73,20 @@ class _Node:
         return self.sockets * self.cores_per_socket
 
 
-def place(low: Cluster, high: Cluster, machine: Machine) -> tuple[Layout, Layout]:
-    """Place both clusters (the paired policy looks at the other cluster's room)."""
+def place(
+    low: Cluster, high: Cluster, machine: Machine, owners: Sequence[str] | None = None
+) -> tuple[Layout, Layout]:
+    """Place both clusters (the paired policy looks at the other cluster's room).
+
+    `owners`, a rank map (the cluster of each virtual rank), says which virtual rank each
+    local rank is: local rank i of a cluster is the i-th smallest virtual rank it holds.
+    Without one, low holds 0..x-1 and high x..x+y-1.
+    """
     nodes = {c.name: _nodes(c, machine) for c in (low, high)}
     room = {c.name: _room(c, nodes[c.name]) for c in (low, high)}
     both_paired = low.placement == high.placement == "paired"
     layouts = []
-    first_vrank = 0
+    vranks = cluster_vranks(low.ranks, high.ranks, owners)
     for cluster, other in ((low, high), (high, low)):
         mine = room[cluster.name]
         _check_fit(cluster, nodes[cluster.name], mine)
@@ -92,9 +100,17 @@ def place(low: Cluster, high: Cluster, machine: Machine) -> tuple[Layout, Layout
             j for j, (r, n) in enumerate(zip(mine, paired, strict=True)) for _ in range(r - n)
         ]
         hosts = [order[i % len(order)] for i in range(cluster.ranks)]
-        layouts.append(_layout(cluster, nodes[cluster.name], hosts, first_vrank))
-        first_vrank += cluster.ranks
+        layouts.append(_layout(cluster, nodes[cluster.name], hosts, vranks[cluster.name]))
     return layouts[0], layouts[1]
+
+
+def cluster_vranks(
+    low: int, high: int, owners: Sequence[str] | None = None
+) -> dict[str, tuple[int, ...]]:
+    """The virtual ranks of each cluster, by local rank (the rank map's, or the default's)."""
+    if owners is None:
+        owners = ["low"] * low + ["high"] * high
+    return {c: tuple(v for v, o in enumerate(owners) if o == c) for c in ("low", "high")}
 
 
 def _nodes(cluster: Cluster, machine: Machine) -> list[_Node]:
@@ -152,7 +168,9 @@ def _check_fit(cluster: Cluster, nodes: list[_Node], room: list[int]) -> None:
     )
 
 
-def _layout(cluster: Cluster, nodes: list[_Node], hosts: list[int], first_vrank: int) -> Layout:
+def _layout(
+    cluster: Cluster, nodes: list[_Node], hosts: list[int], vranks: tuple[int, ...]
+) -> Layout:
     seen = [0] * len(nodes)  # processes so far per node: Hydra binds by this local index
     places = []
     for local, j in enumerate(hosts):
@@ -161,7 +179,7 @@ def _layout(cluster: Cluster, nodes: list[_Node], hosts: list[int], first_vrank:
         socket = core = None
         if cluster.placement == "paired" and node.sockets and node.cores_per_socket:
             socket, core = i % node.sockets, (i // node.sockets) % node.cores_per_socket
-        places.append(Place(first_vrank + local, cluster.name, local, node.name, socket, core))
+        places.append(Place(vranks[local], cluster.name, local, node.name, socket, core))
     args = _hydra_args(cluster, nodes, hosts)
     return Layout(cluster.name, cluster.placement, tuple(places), args)
 
@@ -182,21 +200,12 @@ def _hydra_args(cluster: Cluster, nodes: list[_Node], hosts: list[int]) -> tuple
 
 
 def describe(layouts: tuple[Layout, ...]) -> str:
-    """Render the rank map as a table, for --dry-run."""
+    """Render the rank map as a table in virtual-rank order, for --dry-run."""
     rows = [("vrank", "cluster", "local", "host", "socket", "core")]
-    for layout in layouts:
-        for p in layout.places:
-            bound = p.socket is not None
-            rows.append(
-                (
-                    str(p.vrank),
-                    p.cluster,
-                    str(p.local),
-                    p.host,
-                    str(p.socket) if bound else "-",
-                    str(p.core) if bound else "-",
-                )
-            )
+    for p in sorted((p for x in layouts for p in x.places), key=lambda p: p.vrank):
+        bound = p.socket is not None
+        socket, core = (str(p.socket), str(p.core)) if bound else ("-", "-")
+        rows.append((str(p.vrank), p.cluster, str(p.local), p.host, socket, core))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {0, 2, 4, 5}
     lines = [
@@ -207,4 +216,4 @@ def describe(layouts: tuple[Layout, ...]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Layout", "Place", "describe", "place"]
+__all__ = ["Layout", "Place", "cluster_vranks", "describe", "place"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from mmpi.errors import MMPIError
 from mmpi.wire import rendezvous as _rendezvous
 
-from . import _status, hygiene
+from . import _monitoring, _status, hygiene
 from . import config as _config
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
@@ -28,8 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] "
-        "[--placement block|paired] [--forwarder-cpus LIST] [--no-mpi4py-hook] [--verbose] "
-        "[--log FILE] [--dry-run] [--] command ...",
+        "[--placement block|paired] [--forwarder-cpus LIST] [--no-mpi4py-hook] "
+        "[--rank-map MAP] [--monitor DIR] [--verbose] [--log FILE] [--dry-run] [--] command ...",
         description="Run one MPI program across two clusters whose networks are joined only by\n"
         "forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec job\n"
         "per cluster, and stops them all when one fails.",
@@ -56,6 +56,18 @@ def _parser() -> argparse.ArgumentParser:
         "--no-mpi4py-hook", dest="mpi4py_hook", action="store_false", default=None,
         help="leave `from mpi4py import MPI` alone in the ranks: only `from mmpi import MPI` "
         "gives the bridged world, and a rank that imports mpi4py's MPI directly fails at once",
+    )
+    parser.add_argument(
+        "--rank-map", metavar="MAP",
+        help="run each virtual rank in the cluster this rank map gives it (a JSON file as "
+        "mmpi-place writes it: {\"version\": 1, \"low\": [...], \"high\": [...]}); the "
+        "program's ranks stay what it expects, only where each one runs changes",
+    )
+    parser.add_argument(
+        "--monitor", metavar="DIR",
+        help="count every rank's traffic per peer; each rank writes DIR/rank-<vrank>.json, "
+        "and after a successful run mmpi-run merges them into DIR/matrix.npz and prints a "
+        "summary (read it with mmpi-monitor and mmpi-place)",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true",
@@ -120,7 +132,7 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
     config = _config.with_overrides(
         config, low=args.low, high=args.high, forwarders=args.forwarders,
         placement=args.placement, forwarder_cpus=args.forwarder_cpus,
-        mpi4py_hook=args.mpi4py_hook,
+        mpi4py_hook=args.mpi4py_hook, rank_map=args.rank_map, monitor=args.monitor,
     )
     if args.dry_run:
         sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER).describe())
@@ -131,12 +143,20 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
     try:
         hygiene.claim(rendezvous)
         plan = make_plan(config, command, str(rendezvous))
-        return run(
+        if plan.monitor is not None:  # once the plan holds: an earlier run's files go
+            _monitoring.prepare(plan.monitor)
+        if plan.owners is not None:  # before anything starts: the forwarders read it
+            _rendezvous.write_layout(rendezvous, plan.owners)
+        status = run(
             plan, rendezvous=rendezvous, log=args.log, log_dir=os.getcwd(), verbose=args.verbose
         )
     finally:
         # run() removes it too, but not when make_plan failed first.
         shutil.rmtree(rendezvous, ignore_errors=True)
+    if status == 0 and plan.monitor is not None:
+        print(f"{PROG}: traffic of the job (--monitor {plan.monitor}):", file=sys.stderr)
+        print(_monitoring.merge(plan.monitor), file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

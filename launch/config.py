@@ -34,6 +34,12 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     mpi4py_hook: true            # `from mpi4py import MPI` gives the bridged world in the ranks;
                                  # false: only `from mmpi import MPI` does, and a rank that
                                  # imports mpi4py's MPI directly fails at once
+    rank_map: null               # which cluster runs each virtual rank: a rank map file as
+                                 # mmpi-place writes it (relative to this file), or inline
+                                 # {low: [0, 2], high: [1, 3]}; null: low 0..x-1, high x..
+    monitor: null                # a directory (relative to this file): every rank counts its
+                                 # traffic and writes rank-<vrank>.json there; mmpi-run then
+                                 # merges them into matrix.npz (like --monitor)
 
 A host entry is a name (``node1``), a name with slots (``node1:4``) or a mapping
 ``{name: node2, slots: 4, sockets: 2, cores_per_socket: 8}``. A host named more than once gets
@@ -41,6 +47,11 @@ the sum of its entries' slots. A host file has one host per line in MPICH (``nod
 Open MPI (``node1 slots=4``) format, ``#`` comments. ``hosts: slurm`` takes the hosts of the
 Slurm allocation (``SLURM_JOB_NODELIST``, slots from ``SLURM_TASKS_PER_NODE``). A host without
 a slot count has as many slots as this machine has CPUs if it is ``localhost``, else 1.
+
+A rank map must list every virtual rank 0..x+y-1 exactly once, with as many ranks in each
+cluster as it has (after ``--low``/``--high``); its order within a cluster does not matter (a
+cluster's local ranks follow its virtual ranks in increasing order). ``COMM_WORLD`` ranks stay
+what the program expects; only where each one runs changes.
 
 Environment values may be strings or numbers (numbers are converted); names starting with
 ``MMPI_`` are reserved for mmpi-run. Unknown keys are rejected at every level.
@@ -164,6 +175,9 @@ class Config:
     transport: str | None = None
     mpi4py_hook: bool = True  # `import mpi4py.MPI` gives the bridged namespace in the ranks
     source: str | None = None  # where it was read from, for messages
+    owners: tuple[str, ...] | None = None  # a rank map: the cluster of each virtual rank
+    rank_map: str | None = None  # where the rank map was given, for messages ("rank_map")
+    monitor: str | None = None  # directory of the ranks' traffic counters (MMPI_MONITOR)
 
     @property
     def clusters(self) -> tuple[Cluster, Cluster]:
@@ -229,7 +243,8 @@ def parse(
     """
     if data is None:
         raise ConfigError(ROOT, "expected a mapping, got an empty document")
-    keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts", "mpi4py_hook"}
+    keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts", "mpi4py_hook",
+            "rank_map", "monitor"}
     top = _mapping(data, ROOT, keys, {"clusters"})
     clusters = _mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
     environ = os.environ if environ is None else environ
@@ -238,9 +253,12 @@ def parse(
         raise ConfigError(
             "transport", f"expected one of {list(TRANSPORTS)} or null, got {_show(transport)}"
         )
+    low = _cluster(clusters["low"], "low", base_dir, environ)
+    high = _cluster(clusters["high"], "high", base_dir, environ)
+    owners = _rank_map(top.get("rank_map"), "rank_map", base_dir, low.ranks, high.ranks)
     return Config(
-        low=_cluster(clusters["low"], "low", base_dir, environ),
-        high=_cluster(clusters["high"], "high", base_dir, environ),
+        low=low,
+        high=high,
         launcher=_launcher(top.get("launcher", {}), "launcher"),
         zipper=_zippers(top.get("zipper", [{}]), "zipper"),
         env=_env(top.get("env", {}), "env"),
@@ -248,6 +266,9 @@ def parse(
         transport=transport,
         mpi4py_hook=_bool(top.get("mpi4py_hook", True), "mpi4py_hook"),
         source=source,
+        owners=owners,
+        rank_map="rank_map" if owners is not None else None,
+        monitor=_directory(top.get("monitor"), "monitor", base_dir),
     )
 
 
@@ -260,11 +281,15 @@ def with_overrides(
     placement: str | None = None,
     forwarder_cpus: Sequence[int] | None = None,
     mpi4py_hook: bool | None = None,
+    rank_map: str | None = None,
+    monitor: str | None = None,
 ) -> Config:
     """Apply command-line overrides, validated by the file's own checks.
 
     ``--low``, ``--high``, ``--forwarders``, ``--placement`` (both clusters),
-    ``--forwarder-cpus`` (the single zipper node's ``cpus``) and ``--no-mpi4py-hook``.
+    ``--forwarder-cpus`` (the single zipper node's ``cpus``), ``--no-mpi4py-hook``,
+    ``--rank-map`` (a rank map file, checked against the cluster sizes after ``--low`` and
+    ``--high``) and ``--monitor`` (a directory, relative to the current one).
     """
     if mpi4py_hook is not None:
         hook = _bool(mpi4py_hook, "mpi4py_hook (from --no-mpi4py-hook)")
@@ -288,6 +313,22 @@ def with_overrides(
     if forwarder_cpus is not None:
         cpus = _cpus(list(forwarder_cpus), "zipper[0].cpus", " (from --forwarder-cpus)")
         config = _single_zipper(config, "zipper[0].cpus (from --forwarder-cpus)", "cpus", cpus)
+    if monitor is not None:
+        directory = _directory(monitor, "monitor (from --monitor)", Path.cwd())
+        config = dataclasses.replace(config, monitor=directory)
+    if rank_map is not None:
+        owners = _rank_map_file(rank_map, "--rank-map", None, config.low.ranks, config.high.ranks)
+        config = dataclasses.replace(config, owners=owners, rank_map="--rank-map")
+    elif config.owners is not None and (low is not None or high is not None):
+        for c in config.clusters:  # the file's rank map against the new sizes
+            n = config.owners.count(c.name)
+            if n != c.ranks:
+                raise ConfigError(
+                    config.rank_map or "rank_map",
+                    f"{c.name} lists {n} rank{'s' * (n != 1)} but the job has {c.ranks} in the "
+                    f"{c.name} cluster (from --{c.name})",
+                    source=config.source,
+                )
     return config
 
 
@@ -449,6 +490,55 @@ def _cpus(value: object, path: str, origin: str = "") -> tuple[int, ...]:
                 f"{path}[{i}]{origin}", f"expected a CPU number (0 or more), got {_show(cpu)}"
             )
     return tuple(items)
+
+
+def _rank_map(
+    value: object, path: str, base_dir: Path | None, low: int, high: int
+) -> tuple[str, ...] | None:
+    """`rank_map`: a file (as mmpi-place writes it) or inline ``{low: [...], high: [...]}``."""
+    from place.errors import RankMapError
+    from place.rankmap import VERSION, rank_map_owners
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _rank_map_file(value, path, base_dir, low, high)
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            path, f"expected a rank map file or a mapping {{low: [...], high: [...]}}, got "
+            f"{_show(value)}"
+        )
+    data = {"version": VERSION, **value}  # inline, the version may be left out
+    try:
+        return tuple(rank_map_owners(data, low, high, where=path))
+    except RankMapError as exc:
+        raise ConfigError("", str(exc)) from None
+
+
+def _rank_map_file(
+    value: object, path: str, base_dir: Path | None, low: int, high: int
+) -> tuple[str, ...]:
+    """A rank map file (relative to `base_dir`), checked against the cluster sizes."""
+    from place.errors import RankMapError
+    from place.rankmap import load_rank_map
+
+    name = _optional_str(value, path, "a rank map file", spaces=True)
+    if name is None:
+        raise ConfigError(path, "expected a rank map file, got null")
+    if base_dir is not None:
+        name = str(base_dir / name)
+    try:
+        return tuple(load_rank_map(name, low, high, where=f"{path} {name}"))
+    except RankMapError as exc:
+        raise ConfigError("", str(exc)) from None
+
+
+def _directory(value: object, path: str, base_dir: Path | None) -> str | None:
+    """A directory mmpi-run writes to (made absolute against `base_dir`); None stays None."""
+    name = _optional_str(value, path, "a directory", spaces=True)
+    if name is None:
+        return None
+    return os.path.abspath(base_dir / name if base_dir is not None else name)
 
 
 def _timeouts(value: object, path: str) -> Timeouts:

@@ -63,9 +63,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from mmpi.wire import rendezvous as rv
+from place.rankmap import format_ranks
 
 from . import _placement
 from ._hosts import Machine, detect_machine
+from ._monitoring import MATRIX_FILE
 from ._placement import Layout
 from .config import Config
 
@@ -99,6 +101,8 @@ class Launch:
     ranks: int = 1  # processes the job starts
     first_vrank: int = 0  # virtual rank of the job's local rank 0 (clusters)
     stdin: bool = False  # gets mmpi-run's standard input (else /dev/null)
+    # Virtual rank of each local rank (clusters); () = first_vrank, first_vrank + 1, ...
+    vranks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -110,12 +114,22 @@ class Launch:
         # Freeze what callers hand in, so a Plan cannot change after it was described.
         object.__setattr__(self, "argv", tuple(self.argv))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "vranks", tuple(self.vranks))
+        if self.vranks and (len(self.vranks), self.vranks[0]) != (self.ranks, self.first_vrank):
+            raise ValueError(f"launch {self.name!r}: vranks {self.vranks} do not fit "
+                             f"{self.ranks} ranks from {self.first_vrank}")
+
+    def vrank(self, local: int) -> int:
+        """Virtual rank of the job's local rank `local`."""
+        if self.vranks and 0 <= local < len(self.vranks):
+            return self.vranks[local]
+        return self.first_vrank + local
 
     def describe(self) -> str:
         """Render this launch: a heading, the command line and the added environment."""
         if self.role == CLUSTER:
-            last = self.first_vrank + self.ranks - 1
-            what = f"cluster, {self.ranks} ranks, virtual ranks {self.first_vrank}-{last}"
+            vranks = [self.vrank(i) for i in range(self.ranks)]
+            what = f"cluster, {self.ranks} ranks, virtual ranks {format_ranks(vranks)}"
         else:
             what = FORWARDER
         if self.stdin:
@@ -131,6 +145,8 @@ class Plan:
 
     launches: tuple[Launch, ...]
     layouts: tuple[Layout, ...] = ()  # where each cluster's ranks run, low first
+    owners: tuple[str, ...] | None = None  # a rank map: mmpi-run writes rv.LAYOUT_FILE
+    monitor: str | None = None  # the ranks write their counters here; merged after the run
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launches", tuple(self.launches))
@@ -156,6 +172,16 @@ class Plan:
         if self.layouts:
             policies = ", ".join(f"{x.cluster} {x.placement}" for x in self.layouts)
             parts += [f"rank map (placement: {policies}):", _placement.describe(self.layouts)]
+        if self.owners is not None:
+            parts.append(
+                f"layout file: {rv.LAYOUT_FILE} in the rendezvous directory, written before the "
+                "jobs start: " + " ".join(self.owners)
+            )
+        if self.monitor is not None:
+            parts.append(
+                f"monitor: every rank writes {self.monitor}/rank-<vrank>.json; after a "
+                f"successful run mmpi-run merges them into {self.monitor}/{MATRIX_FILE}"
+            )
         return "\n".join(parts) + "\n"
 
 
@@ -179,7 +205,7 @@ def make_plan(
     timeout = _seconds(config.timeouts.connect)
     launcher = [config.launcher.command, *config.launcher.args]
     transport = TRANSPORT_ENV.get(config.transport or "", {})
-    layouts = _placement.place(config.low, config.high, machine or detect_machine())
+    layouts = _placement.place(config.low, config.high, machine or detect_machine(), config.owners)
     launches: list[Launch] = []
 
     index = 0
@@ -202,7 +228,6 @@ def make_plan(
             index += 1
 
     user_path = (os.environ if environ is None else environ).get(PYTHONPATH, "")
-    first_vrank = 0
     for cluster, layout in zip(config.clusters, layouts, strict=True):
         env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)), **transport}
         if cluster.interface:
@@ -219,18 +244,20 @@ def make_plan(
                 PYTHONPATH: _prepend_path(rv.startup_dir(), env.get(PYTHONPATH, user_path)),
             }
         )
+        if config.monitor is not None:
+            env[rv.ENV_MONITOR] = config.monitor
         argv = [
             *cluster.wrapper, *launcher, "-n", str(cluster.ranks), *layout.hydra_args,
             "-prepend-pattern", PREPEND_PATTERN, *command,
         ]  # fmt: skip
+        vranks = tuple(p.vrank for p in layout.places)
         launches.append(
             Launch(
-                cluster.name, CLUSTER, tuple(argv), env, cluster.ranks, first_vrank,
-                stdin=first_vrank == 0,
+                cluster.name, CLUSTER, tuple(argv), env, cluster.ranks, vranks[0],
+                stdin=vranks[0] == 0, vranks=vranks,
             )
         )  # fmt: skip
-        first_vrank += cluster.ranks
-    return Plan(tuple(launches), layouts)
+    return Plan(tuple(launches), layouts, config.owners, config.monitor)
 
 
 def _prepend_path(first: str, rest: str) -> str:

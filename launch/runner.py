@@ -105,9 +105,10 @@ class _RankDemux:
     Text with no head at the start of a line is mpiexec's own (labelled ``[cluster] ``).
     """
 
-    def __init__(self, cluster: str, first_vrank: int) -> None:
+    def __init__(self, cluster: str, first_vrank: int = 0, vranks: Sequence[int] = ()) -> None:
         self._cluster = cluster
         self._first_vrank = first_vrank
+        self._vranks = tuple(vranks)  # of each local rank, under a rank map
         self._partial: dict[int | None, bytes] = {}
 
     def feed(self, raw: bytes) -> list[_Line]:
@@ -144,7 +145,8 @@ class _RankDemux:
         text = data.decode(errors="replace")
         if rank is None:
             return _Line(f"[{self._cluster}] ", text, True)
-        return _Line(f"[{self._cluster}:{rank} v{self._first_vrank + rank}] ", text, False, rank)
+        vrank = self._vranks[rank] if rank < len(self._vranks) else self._first_vrank + rank
+        return _Line(f"[{self._cluster}:{rank} v{vrank}] ", text, False, rank)
 
 
 @dataclass
@@ -179,7 +181,8 @@ class _Failure:
         launch = self.job.launch
         evidence = self.job.evidence if self.exited else None
         return JobEnd(
-            launch.name, launch.role, self.status, self.what, evidence, launch.first_vrank, order
+            launch.name, launch.role, self.status, self.what, evidence, launch.first_vrank, order,
+            launch.vranks,
         )
 
 
@@ -340,7 +343,10 @@ def _shut_down(
 def _still_running(job: _Job) -> JobEnd:
     """A job still running at the failure, for the diagnosis (its ranks may have failed)."""
     launch = job.launch
-    return JobEnd(launch.name, launch.role, 0, "was stopped", job.evidence, launch.first_vrank)
+    return JobEnd(
+        launch.name, launch.role, 0, "was stopped", job.evidence, launch.first_vrank,
+        vranks=launch.vranks,
+    )
 
 
 def _spawn(launch: Launch) -> _Job:
@@ -380,7 +386,9 @@ def _start_readers(job: _Job, output: Console) -> None:
     launch, proc = job.launch, job.proc
     for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         if launch.role == CLUSTER:
-            labeller: _Labeller | _RankDemux = _RankDemux(launch.name, launch.first_vrank)
+            labeller: _Labeller | _RankDemux = _RankDemux(
+                launch.name, launch.first_vrank, launch.vranks
+            )
         else:
             labeller = _Labeller(launch.name)
         reader = threading.Thread(

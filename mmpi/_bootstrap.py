@@ -90,11 +90,15 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     layouts = [P.decode_control(_wait_control(ctrl, P.T_LAYOUT, timeout, cluster),
                                 ("low", "high", "eager_max", "chunk")) for ctrl, _ in links]
     body = layouts[0]
-    if any((b["low"], b["high"]) != (body["low"], body["high"]) for b in layouts):
+    shape = ("low", "high", "owners")
+    if any([b.get(k) for k in shape] != [body.get(k) for k in shape] for b in layouts):
         raise BridgeError(f"the forwarders disagree on the layout: {layouts}")
+    # A rank map (mmpi-run --rank-map) comes as the cluster of each virtual rank.
+    layout = (Layout(body["low"], body["high"]) if body.get("owners") is None
+              else Layout(body["low"], body["high"], body["owners"]))
     global _engine
     _engine = engine = Engine(
-        cluster=cluster, local=local, links=links, layout=Layout(body["low"], body["high"]),
+        cluster=cluster, local=local, links=links, layout=layout,
         eager_max=env_int("MMPI_EAGER_MAX", body["eager_max"]),
         chunk=min(b["chunk"] for b in layouts),
         stripe_min=stripe_min or env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),

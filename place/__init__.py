@@ -8,10 +8,32 @@ keeps the most traffic inside the clusters (`partition`, `advice`) and writes it
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import MonitorError, PlacementError, RankMapError
-from .matrices import JobMatrices, load_job, load_matrices, merge_rank_files, save_matrices
-from .partition import Split, bisect, cut_bytes, separator
 from .rankmap import load_rank_map, rank_map_data, rank_map_owners, write_rank_map
+
+# numpy is imported only when the matrices or the partitioner are asked for: mmpi-run reads
+# rank maps (`rankmap`) on every start that has one and should not pay for it.
+_LAZY = {
+    "JobMatrices": "matrices", "load_job": "matrices", "load_matrices": "matrices",
+    "merge_rank_files": "matrices", "save_matrices": "matrices",
+    "Split": "partition", "bisect": "partition", "cut_bytes": "partition",
+    "separator": "partition",
+}  # fmt: skip
+
+if TYPE_CHECKING:
+    from .matrices import JobMatrices, load_job, load_matrices, merge_rank_files, save_matrices
+    from .partition import Split, bisect, cut_bytes, separator
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "JobMatrices",

@@ -29,13 +29,14 @@ KEYS = ("version", *CLUSTERS)
 
 
 def load_rank_map(path: str | os.PathLike, low: int | None = None,
-                  high: int | None = None) -> list[str]:
+                  high: int | None = None, *, where: str | None = None) -> list[str]:
     """Read the rank map at `path`; return the cluster of each virtual rank (``owners``).
 
     `low` and `high`, when given, are the cluster sizes the job asks for (``--low/--high`` or
-    the YAML); a map that does not fit them is refused.
+    the YAML); a map that does not fit them is refused. `where` starts every error message
+    (default: ``rank map <path>``).
     """
-    where = f"rank map {path}"
+    where = where or f"rank map {path}"
     try:
         text = Path(path).read_text()
     except OSError as exc:

@@ -63,7 +63,9 @@ def _by_receiver(theirs: memoryview, sizes: list[int], nl: int, into: memoryview
 def alltoall(c: Coll, sendbuf, recvbuf):
     rb = as_typed(recvbuf, writable=True, op="Alltoall", blocks=c.size)
     if sendbuf is IN_PLACE:
-        sview = c.tmp(2, rb.nbytes)
+        # Slot 4, as Alltoallv's copy: _alltoallv (interleaved clusters) uses 0-3 while this
+        # copy is still being sent from.
+        sview = c.tmp(4, rb.nbytes)
         sview[:] = rb.view
     else:
         sview = as_typed(sendbuf, writable=False, op="Alltoall", blocks=c.size).view
@@ -233,8 +235,8 @@ def allgather(c: Coll, sendbuf, recvbuf):
                                f"bytes but the receive buffer holds blocks of {blk}")
         sspec = [sb.view, BYTE]
     if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Allgatherv
-        if sspec is IN_PLACE:
-            sspec = [rb.view[c.rank * blk:(c.rank + 1) * blk], BYTE]
+        # (IN_PLACE stays: the local Allgatherv finds this rank's block at its displacement;
+        # a slice of the receive buffer as the send buffer would alias it, which MPI refuses)
         return checked(c, _allgatherv(c, sspec, equal_blocks(rb.view, c.size,
                                                              rb.count // c.size, rb.dt,
                                                              rb.extent)), -1, blk)

@@ -12,6 +12,7 @@ import secrets
 import time
 from pathlib import Path
 
+from ..errors import BridgeError
 from .layout import CLUSTERS as CLUSTERS  # the cluster names are part of this contract too
 
 # Environment variables set by mmpi-run.
@@ -79,3 +80,33 @@ def wait_for_file(path: Path, timeout: float, what: str) -> str:
             raise TimeoutError(f"{what} did not appear within {timeout:g} s ({path})")
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
+
+
+# The virtual-rank layout of a job run with a rank map (mmpi-run --rank-map): the cluster of
+# each virtual rank, in rank order, separated by spaces ("low high low high"), written by
+# mmpi-run before anything starts. The forwarder places its links by it and hands it to the
+# ranks; absent, the default layout (low's ranks first) holds.
+LAYOUT_FILE = "layout"
+
+
+def write_layout(path: Path, owners) -> None:
+    """Write the layout file of the rendezvous directory `path` (atomically, mode 0600)."""
+    owners = list(owners)
+    bad = [c for c in owners if c not in CLUSTERS]
+    if bad or not owners:
+        raise ValueError(f"a layout lists clusters {', '.join(CLUSTERS)}, got {owners!r:.80}")
+    write_atomic(path / LAYOUT_FILE, " ".join(owners) + "\n")
+
+
+def read_layout(path: Path) -> tuple[str, ...] | None:
+    """The cluster of each virtual rank from `path`'s layout file; None when there is none."""
+    try:
+        text = (path / LAYOUT_FILE).read_text()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    owners = tuple(text.split())
+    bad = [c for c in owners if c not in CLUSTERS]
+    if bad or not owners:
+        raise BridgeError(f"{path / LAYOUT_FILE}: expected the cluster of each rank "
+                          f"({' or '.join(CLUSTERS)}), got {text[:80]!r}")
+    return owners
