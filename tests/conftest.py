@@ -84,7 +84,11 @@ def _no_shm_left_behind():
     """
     before = hygiene.shm_files()
     hwloc_before = hygiene.hwloc_files()
+    logs_before = set(ROOT.glob("mmpi-run.*.log"))
     yield
+    # jobs that fail on purpose keep their log in the working directory, as mmpi-run does
+    for log in set(ROOT.glob("mmpi-run.*.log")) - logs_before:
+        log.unlink(missing_ok=True)
     hygiene.remove_new_shm(before)
     hygiene.remove_new_hwloc(hwloc_before)
 
