@@ -125,6 +125,8 @@ class Core:
         self.freed = True
         if self in self.engine.communicators:
             self.engine.communicators.remove(self)
+        if self._collective is not None and not self.engine.finalized:
+            self._collective.free_check()
         for ctx in (self.p2p, self.coll):
             self.engine.unregister(ctx)
             if not self.engine.finalized:

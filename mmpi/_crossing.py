@@ -306,7 +306,7 @@ class Coll:
 
     __slots__ = ("engine", "crossings", "p2p", "core", "ctx", "local", "first", "base",
                  "nmine", "obase", "nother", "size", "lrank", "rank", "leader", "peer",
-                 "mine", "theirs", "contiguous", "name", "call", "_scratch")
+                 "mine", "theirs", "contiguous", "name", "call", "_scratch", "_check")
 
     def __init__(self, core: Core) -> None:
         e = core.engine
@@ -331,6 +331,7 @@ class Coll:
         self.name = ""  # the call's name, for errors
         self.call = 0  # the call's number on this communicator
         self._scratch: dict[int, bytearray] = {}
+        self._check = None  # the collective check's buffer and persistent request (_base)
 
     # cross-cluster point-to-point on the collective context
     def send(self, view, dest: int, tag: int) -> Op:
@@ -431,6 +432,26 @@ class Coll:
         theirs = yield from self.recv_obj(self.peer, tag)
         yield s
         return theirs
+
+    def check_request(self):
+        """The collective check's int64 buffer and its persistent allgather.
+
+        The buffer holds this rank's 3 numbers, then every rank's. The allgather runs on the
+        plain native communicator: the check is not the program's traffic, so the monitor
+        does not count it.
+        """
+        if self._check is None:
+            both = np.zeros(3 * (self.nmine + 1), np.int64)
+            req = self.ctx.comm.Allgather_init([both[:3], MPI.INT64_T],
+                                               [both[3:], MPI.INT64_T])
+            self._check = (both, req)
+        return self._check
+
+    def free_check(self) -> None:
+        """Free the check's persistent request (its communicator is being freed)."""
+        if self._check is not None:
+            self._check[1].Free()
+            self._check = None
 
     def tmp(self, slot: int, nbytes: int) -> memoryview:
         """A reusable temporary of `nbytes` (slot: one per buffer in a call).

@@ -79,13 +79,13 @@ def _checked(c: Coll, steps, root: int, nbytes: int):
     kind = _KINDS.get(c.name)
     if kind is None:
         kind = _KINDS[c.name] = zlib.crc32(_kind(c.name).encode())
-    # scratch slot 9 is free here: a communicator's calls run one at a time (`_run`)
-    both = c.tmp(9, 24 * (c.nmine + 1)).cast("q")
-    mine, every = both[:3], both[3:]
-    mine[0], mine[1], mine[2] = kind, root, nbytes
-    # the plain native communicator: the check is the library's, not the program's, traffic
-    yield c.ctx.comm.Iallgather([mine, I64], [every, I64])
-    flat = every.tolist()
+    # a persistent allgather, started anew for each call: cheaper than an Iallgather
+    # (docs/performance.md, "Collective checks"); a communicator's calls run one at a time
+    both, req = c.check_request()
+    both[0], both[1], both[2] = kind, root, nbytes
+    req.Start()
+    yield req
+    flat = both[3:].tolist()
     if flat[0::3].count(kind) != c.nmine or flat[1::3].count(root) != c.nmine or \
             flat[2::3].count(nbytes) != c.nmine:
         rows = [flat[i:i + 3] for i in range(0, len(flat), 3)]

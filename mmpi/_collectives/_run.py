@@ -21,12 +21,13 @@ if TYPE_CHECKING:
     from .._engine import Engine
 
 _Request = MPI.Request
+_NATIVE = (MPI.Request, MPI.Prequest)  # what a step may yield to wait for natively
 
 
 def wait(engine: Engine, w):
     """Wait for what a step yielded; return its value (a crossing's payload, else None)."""
     t = type(w)
-    if t is _Request:
+    if t in _NATIVE:
         if not w.Test():
             engine.wait_one(w)
         return None
@@ -53,7 +54,7 @@ def wait(engine: Engine, w):
 def ready(w):
     """What a step yielded, if it is over now (its value), else PENDING."""
     t = type(w)
-    if t is _Request:
+    if t in _NATIVE:
         return None if w.Test() else PENDING
     if t is CrossRecv:
         return w.ready()
