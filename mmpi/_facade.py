@@ -95,6 +95,19 @@ class Prequest(MPI.Prequest, metaclass=StandIn):
 
     startall = Startall
 
+    # mpi4py makes these of its own class: give programs the class they name (MPI.Prequest)
+    @classmethod
+    def fromhandle(cls, handle):
+        return cls(MPI.Prequest.fromhandle(handle))
+
+    @classmethod
+    def fromint(cls, arg):
+        return cls(MPI.Prequest.fromint(arg))
+
+    @classmethod
+    def f2py(cls, arg):
+        return cls(MPI.Prequest.f2py(arg))
+
 
 # mpi4py's Prequest inherits Request's completion calls: bridged requests complete there too
 for _name in ("Waitall", "waitall", "Testall", "testall", "Waitany", "waitany", "Testany",
