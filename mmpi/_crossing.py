@@ -434,7 +434,7 @@ class Coll:
         return theirs
 
     def check_request(self):
-        """The collective check's int64 buffer and its persistent allgather.
+        """The collective check's int64 buffer and its persistent allgather (made once).
 
         The buffer holds this rank's 3 numbers, then every rank's. The allgather runs on the
         plain native communicator: the check is not the program's traffic, so the monitor

@@ -85,10 +85,9 @@ def _checked(c: Coll, steps, root: int, nbytes: int):
     both[0], both[1], both[2] = kind, root, nbytes
     req.Start()
     yield req
-    flat = both[3:].tolist()
-    if flat[0::3].count(kind) != c.nmine or flat[1::3].count(root) != c.nmine or \
-            flat[2::3].count(nbytes) != c.nmine:
-        rows = [flat[i:i + 3] for i in range(0, len(flat), 3)]
+    flat = both.tolist()
+    if flat[3:] != flat[:3] * c.nmine:
+        rows = [flat[i:i + 3] for i in range(3, len(flat), 3)]
         raise UsageError(_mismatch(c, rows, kind))
     return (yield from steps)
 
