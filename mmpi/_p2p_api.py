@@ -74,28 +74,21 @@ class PointToPointMethods:
 
     # -- argument checks -----------------------------------------------------------------
     def _dest(self, dest, call: str) -> int:
-        dest = as_int(dest, "destination rank", call)
-        if dest == PROC_NULL:
-            return dest
-        if not 0 <= dest < self._core.size:
-            raise RankError(
-                f"{call} on rank {self._core.rank}: destination rank {dest} is out of range "
-                f"for a communicator of size {self._core.size}"
-            )
-        return dest
+        return self._peer(dest, "destination", call)
 
     def _source(self, source, call: str) -> int | None:
         source = as_int(source, "source rank", call)
-        if source == ANY_SOURCE:
-            return None
-        if source == PROC_NULL:
-            return source
-        if not 0 <= source < self._core.size:
+        return None if source == ANY_SOURCE else self._peer(source, "source", call)
+
+    def _peer(self, rank, what: str, call: str) -> int:
+        """`rank` as an int if it is PROC_NULL or in the communicator, else a RankError."""
+        rank = as_int(rank, f"{what} rank", call)
+        if rank != PROC_NULL and not 0 <= rank < self._core.size:
             raise RankError(
-                f"{call} on rank {self._core.rank}: source rank {source} is out of range "
+                f"{call} on rank {self._core.rank}: {what} rank {rank} is out of range "
                 f"for a communicator of size {self._core.size}"
             )
-        return source
+        return rank
 
     def _send_tag(self, tag, call: str) -> int:
         tag = as_int(tag, "tag", call)
