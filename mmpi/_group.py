@@ -98,6 +98,8 @@ class Group(_native, metaclass=StandIn):
 
     def Translate_ranks(self, ranks=None, group=None) -> list[int]:
         """The ranks in `group` of these ranks of this group (native and bridged mixed)."""
+        if isinstance(self, BridgedGroup):  # called on the class: MPI.Group.Translate_ranks(g)
+            return BridgedGroup.Translate_ranks(self, ranks, group)
         if isinstance(group, BridgedGroup):  # this one native: read as world ranks
             return BridgedGroup(_ranks_of(self), -1).Translate_ranks(ranks, group)
         return _native.Translate_ranks(self, ranks, group)

@@ -95,7 +95,8 @@ if rank % 2 == 0:
 wg, sg = world.Get_group(), MPI.COMM_SELF.Get_group()
 say("group_compare", (MPI.Group.Compare(MPI.GROUP_EMPTY, wg) == MPI.UNEQUAL,
                       MPI.Group.Compare(sg, wg.Incl([rank])) == MPI.IDENT,
-                      MPI.Group.Translate_ranks(sg, [0], wg)))
+                      MPI.Group.Translate_ranks(sg, [0], wg),
+                      MPI.Group.Translate_ranks(wg, [size - 1, 0])))  # on the class, no group
 say("pickle_world_copy", pickle.loads(pickle.dumps(MPI.Intracomm(world))) == world)
 
 # attribute callbacks that make and free communicators themselves
