@@ -17,9 +17,9 @@ from ._bridged import _Bridged, copy_of
 from ._group import BridgedGroup
 from ._native import MPI
 from ._p2p_api import attached
+from ._prequest import Prequest as BridgedPrequest
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError, NotBridged
-from .request import Prequest as BridgedPrequest
 from .request import Request
 
 

@@ -15,8 +15,9 @@ from ._buffers import as_view
 from ._message import Message
 from ._native import MPI
 from ._op import Op, completed
+from ._prequest import Prequest
 from .errors import BufferError_, RankError, TagError
-from .request import BridgedRequest, Prequest
+from .request import BridgedRequest
 
 ANY_SOURCE = MPI.ANY_SOURCE
 ANY_TAG = MPI.ANY_TAG

@@ -235,6 +235,46 @@ class Request(_native, metaclass=StandIn):
             return _natively("testsome", requests, statuses)
         return cls._some(requests, statuses, False, True)
 
+    # -- non-destructive tests (MPI 4.1): nothing completes, statuses are filled ----------
+    @classmethod
+    def Get_status_all(cls, requests: Sequence, statuses: list | None = None) -> bool:
+        """True if every request has completed (their statuses filled), else False."""
+        reqs = list(requests)
+        if not _test(lambda: all([_done(r) for r in reqs])):
+            return False
+        for i, r in enumerate(reqs):
+            _peek(r, _status_at(statuses, i))
+        return True
+
+    @classmethod
+    def Get_status_any(cls, requests: Sequence, status: MPI.Status | None = None):
+        """(index, flag) of a completed active request; (UNDEFINED, True) if none is active."""
+        i = cls._any(requests, False)
+        if i is None or i == MPI.UNDEFINED:
+            return MPI.UNDEFINED, i is not None
+        _peek(requests[i], status)
+        return i, True
+
+    @classmethod
+    def Get_status_some(cls, requests: Sequence, statuses: list | None = None):
+        """The indices of the completed active requests (None if none is active)."""
+        reqs = list(requests)
+        if not any(_active(r) for r in reqs):
+            return None
+        done: list[int] = []
+
+        def ready() -> bool:
+            done[:] = [i for i, r in enumerate(reqs) if _active(r) and _done(r)]
+            return bool(done)
+
+        _test(ready)
+        for k, i in enumerate(done):
+            _peek(reqs[i], _status_at(statuses, k))
+        return done
+
+    get_status_all, get_status_any, get_status_some = Get_status_all, Get_status_any, \
+        Get_status_some
+
 
 def _natives_only(requests) -> bool:
     return not any(_bridged(r) for r in requests)
@@ -296,6 +336,14 @@ def _done(r) -> bool:
     if _bridged(r):
         return r._consumed or r._op.poll()
     return _native.Get_status(r)
+
+
+def _peek(r, status) -> None:
+    """Fill `status` from a completed request without completing it."""
+    if _bridged(r):
+        r._fill(status)
+    elif r is not None and status is not None:
+        _native.Get_status(r, status)
 
 
 def _finish(r, status, obj: bool = False):
@@ -427,61 +475,7 @@ class BridgedRequest(Request):
     cancel = Cancel
 
 
-class Prequest(BridgedRequest, MPI.Prequest):
-    """A persistent request: `Start` runs the same operation again, as often as asked."""
-
-    __slots__ = ("_starter", "_freed")
-
-    def __init__(self, starter) -> None:
-        super().__init__(Op(), pickled=False)
-        self._starter = starter  # makes the operation's Op each time
-        self._freed = False
-        self._consumed = True  # inactive until started
-        self._op.done = True
-
-    def __repr__(self) -> str:
-        return f"<mmpi.Prequest {'inactive' if self._consumed else 'active'}>"
-
-    def __eq__(self, other) -> bool:
-        # A persistent request stays a request until freed (MPI_REQUEST_NULL only then).
-        if isinstance(other, BridgedRequest):
-            return other is self
-        if isinstance(other, _native):
-            return self._freed and not _native.__bool__(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __bool__(self) -> bool:
-        return not self._freed
-
-    def Start(self) -> None:
-        """Start the operation (again)."""
-        if not self._consumed:
-            raise MMPIError("Start: the persistent request is still active")
-        self._op = self._starter()
-        self._consumed = False
-
-    start = Start
-
-    @classmethod
-    def Startall(cls, requests) -> None:
-        """Start every request of the list."""
-        for r in requests:
-            r.Start()
-
-    startall = Startall
-
-    def Free(self) -> None:
-        """Release the request (it must be inactive)."""
-        self._consumed = True
-        self._freed = True
-
-    free = Free
-
-
 dispatch_unbound(Request, _native)
 pickle_natively(_native, MPI.Prequest)
 
-__all__ = ["Request", "BridgedRequest", "Prequest", "bind"]
+__all__ = ["Request", "BridgedRequest", "bind"]

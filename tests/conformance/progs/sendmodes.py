@@ -45,6 +45,19 @@ else:
     say("issend_data", float(big.sum()))
 world.Barrier()
 
+# Non-destructive status tests (MPI 4.1) on synchronous sends to oneself: not complete before
+# their receives, complete after, and still waitable
+reqs = [world.issend(m, rank, 5) for m in (None, "abc", [1, 2])]
+say("get_status_all_early", (MPI.Request.Get_status_all(reqs), MPI.Request.get_status_any(reqs),
+                              MPI.Request.Get_status_some(reqs)))
+got = [world.recv(None, rank, 5) for _ in reqs]
+statuses: list = []
+while not MPI.Request.get_status_all(reqs, statuses):
+    pass
+say("get_status_all_late", (got, len(statuses), MPI.Request.Get_status_any(reqs)[1],
+                             MPI.Request.get_status_some(reqs), MPI.Request.waitall(reqs)))
+world.Barrier()
+
 # Buffered sends within an attached buffer, object forms of the modes
 MPI.Attach_buffer(bytearray(1 << 16))
 if first:
