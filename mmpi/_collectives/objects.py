@@ -237,7 +237,7 @@ def scatter(c: Coll, objs, root: int):
     if c.here(root):
         mine = None
         if c.rank == root:
-            objs = list(objs)
+            objs = [None] * c.size if objs is None else list(objs)  # None: None for each
             if len(objs) != c.size:
                 raise UsageError(f"scatter: root {root} passed {len(objs)} objects for "
                                  f"{c.size} ranks")

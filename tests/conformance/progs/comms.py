@@ -97,6 +97,7 @@ say("group_compare", (MPI.Group.Compare(MPI.GROUP_EMPTY, wg) == MPI.UNEQUAL,
                       MPI.Group.Compare(sg, wg.Incl([rank])) == MPI.IDENT,
                       MPI.Group.Translate_ranks(sg, [0], wg),
                       MPI.Group.Translate_ranks(wg, [size - 1, 0])))  # on the class, no group
+say("scatter_none", (world.scatter(None, size - 1), world.scatter(iter(range(size)), 0)))
 say("pickle_world_copy", pickle.loads(pickle.dumps(MPI.Intracomm(world))) == world)
 
 # attribute callbacks that make and free communicators themselves
