@@ -33,6 +33,8 @@ else:
         Prequest,
         Topocomm,
         Win,
+        _comm_lock,
+        _comm_lock_table,
         mpi_exceptions,
     )
     from ._group import Group  # noqa: F401

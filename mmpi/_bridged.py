@@ -37,6 +37,9 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
 
     def _wrap(self, core: Core, name: str, cls=None):
         """A bridged communicator object for `core` (a plain one unless `cls` says)."""
+        parts = _PARTS.get(cls)
+        if parts is not None:  # a program's subclass (subclass_copy): its class again
+            return subclass_copy(parts[0], parts[1](core, name))
         return (cls or _plain_communicator())(core, name)
 
     def __eq__(self, other) -> bool:
@@ -265,6 +268,38 @@ def _aborting(name: str, method):
     call.__name__ = name
     call.__doc__ = method.__doc__
     return call
+
+
+_MIXED: dict[tuple[type, type], type] = {}
+_PARTS: dict[type, tuple[type, type]] = {}  # the inverse of _MIXED
+
+
+def subclass_copy(cls: type, comm: _Bridged) -> _Bridged:
+    """`MyComm(comm)` for a program's subclass of an MPI communicator class and a bridged one.
+
+    The object is of a class made of both (the program's first, then the bridged one), so the
+    program's methods run and MPI's calls are bridged (mpi4py.util.pkl5 is such a program).
+    """
+    key = (cls, type(comm))
+    mixed = _MIXED.get(key)
+    if mixed is None:
+        own = [k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__ and
+               k.__module__.split(".")[0] not in ("mmpi", "mpi4py", "builtins")]
+
+        def __init__(self, *args, **kwargs):  # the program's own, not the bridged class's
+            if own:
+                own[0](self, *args, **kwargs)
+
+        mixed = _MIXED[key] = type(cls.__name__, (cls, type(comm)), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+            "__init__": __init__})
+        _PARTS[mixed] = key
+    base = mixed
+    while base.__module__ != "mpi4py.MPI":  # the C type its layout comes from (__base__ chain)
+        base = base.__base__
+    new = base.__new__(mixed)
+    new.__dict__.update(comm.__dict__)
+    return new
 
 
 def copy_of(comm: _Bridged) -> _Bridged:

@@ -40,6 +40,7 @@ class Core:
         self._collective: Coll | None = None
         self._advancing = False
         self.freed = False
+        self.locks: dict = {}  # the program's locks on this communicator (MPI._comm_lock)
         engine.communicators.append(self)
 
     @property

@@ -130,6 +130,7 @@ class CommunicatorMethods:
             core.flush()
         core.free()
 
+    free = Free  # mpi4py 4's lowercase form
     def Disconnect(self) -> None:
         """As Free (a bridged communicator is an intracommunicator)."""
         self.Free()

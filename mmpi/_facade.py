@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import zlib
 
-from ._bridged import _Bridged, copy_of
+from ._bridged import _Bridged, copy_of, subclass_copy
 from ._group import BridgedGroup
 from ._native import MPI
 from ._p2p_api import attached
@@ -32,6 +33,8 @@ def _communicator_class(native):
                 if isinstance(comm, _Bridged):
                     return copy_of(comm)
                 return native(comm)
+            if isinstance(comm, _Bridged):  # a program's own subclass around a bridged one
+                return subclass_copy(cls, comm)
             return native.__new__(cls, comm)  # a program's own subclass
 
         def Compare(self, comm) -> int:
@@ -235,6 +238,24 @@ def Detach_buffer():
     return MPI.Detach_buffer()
 
 
+def _comm_lock_table(comm) -> dict:
+    """mpi4py's table of a communicator's locks (mpi4py.util.pkl5 takes them), bridged too."""
+    if isinstance(comm, _Bridged):
+        return comm._core.locks
+    return MPI._comm_lock_table(comm)
+
+
+def _comm_lock(comm, key=None):
+    """The lock `key` of a communicator, made on first use (mpi4py's `_comm_lock`)."""
+    if isinstance(comm, _Bridged):
+        table = comm._core.locks
+        lock = table.get(key)
+        if lock is None:
+            lock = table[key] = threading.Lock()
+        return lock
+    return MPI._comm_lock(comm, key)
+
+
 def mpi_exceptions() -> None:
     """From now on the bridge's errors are also mpi4py MPI.Exceptions (`except` catches them).
 
@@ -257,4 +278,4 @@ def mpi_exceptions() -> None:
 
 __all__ = ["Comm", "Intracomm", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
            "Prequest", "Message", "Win", "File", "Attach_buffer", "Detach_buffer",
-           "native_of", "mpi_exceptions"]
+           "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table"]

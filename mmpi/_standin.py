@@ -28,9 +28,14 @@ class StandIn(type):
 
 def _dispatcher(name: str, native_method):
     def call(self, *args, **kwargs):
-        own = getattr(type(self), name, None)
-        if own is None or own is call or getattr(own, "_mmpi_dispatch", False):
-            own = native_method
+        # the object's own method: the first in its class's MRO that is not a dispatcher (a
+        # program's subclass around a bridged communicator has dispatchers before it)
+        own = native_method
+        for klass in type(self).__mro__:
+            found = klass.__dict__.get(name)
+            if found is not None and not getattr(found, "_mmpi_dispatch", False):
+                own = found
+                break
         return own(self, *args, **kwargs)
 
     call.__name__ = name

@@ -98,6 +98,22 @@ say("group_compare", (MPI.Group.Compare(MPI.GROUP_EMPTY, wg) == MPI.UNEQUAL,
                       MPI.Group.Translate_ranks(sg, [0], wg),
                       MPI.Group.Translate_ranks(wg, [size - 1, 0])))  # on the class, no group
 say("scatter_none", (world.scatter(None, size - 1), world.scatter(iter(range(size)), 0)))
+# a program's subclass around a bridged communicator, and mpi4py.util.pkl5 (one such)
+from mpi4py.util import pkl5  # noqa: E402  (after the MPI import the program chose)
+
+
+class MyComm(MPI.Intracomm):
+    pass
+
+
+mine = MyComm(world.Dup())
+clone = mine.Clone()
+say("subclass", (isinstance(mine, MyComm), mine.allreduce(rank), type(clone).__name__,
+                 isinstance(clone, MyComm)))
+clone.free()
+mine.free()
+p5 = pkl5.Intracomm(world)
+say("pkl5", p5.sendrecv(("x", rank), (rank + 1) % size, 0, None, (rank - 1) % size, 0))
 say("pickle_world_copy", pickle.loads(pickle.dumps(MPI.Intracomm(world))) == world)
 
 # attribute callbacks that make and free communicators themselves
