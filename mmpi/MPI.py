@@ -35,6 +35,7 @@ else:
         Win,
         _comm_lock,
         _comm_lock_table,
+        _commctx_intra,
         mpi_exceptions,
     )
     from ._group import Group  # noqa: F401

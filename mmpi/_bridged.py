@@ -225,6 +225,11 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
         """The error handler set on this communicator."""
         return self._errhandler
 
+    def Call_errhandler(self, errorcode: int) -> None:
+        """Invoke the error handler: ERRORS_ARE_FATAL/ABORT abort the job; ERRORS_RETURN returns."""
+        if self._errhandler in (MPI.ERRORS_ARE_FATAL, MPI.ERRORS_ABORT):
+            self.Abort(errorcode)
+
 
 def _plain_communicator() -> type:
     """The bridged Intracomm class without a topology (comm.Comm)."""

@@ -256,6 +256,21 @@ def _comm_lock(comm, key=None):
     return MPI._comm_lock(comm, key)
 
 
+def _commctx_intra(comm):
+    """mpi4py's private duplicate of a communicator and a fresh tag, bridged ones too.
+
+    mpi4py.util.pkl5 runs its collectives on them.
+    """
+    if not isinstance(comm, _Bridged):
+        return MPI._commctx_intra(comm)
+    core = comm._core
+    if core.pickled_ctx is None:  # every rank's first such call: the Dup is collective
+        core.pickled_ctx = [comm.Dup(), 0]
+    ctx = core.pickled_ctx
+    ctx[1] = ctx[1] + 1 if ctx[1] < comm.Get_attr(MPI.TAG_UB) else 1
+    return ctx[0], ctx[1]
+
+
 def mpi_exceptions() -> None:
     """From now on the bridge's errors are also mpi4py MPI.Exceptions (`except` catches them).
 
@@ -278,4 +293,4 @@ def mpi_exceptions() -> None:
 
 __all__ = ["Comm", "Intracomm", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
            "Prequest", "Message", "Win", "File", "Attach_buffer", "Detach_buffer",
-           "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table"]
+           "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table", "_commctx_intra"]

@@ -113,7 +113,8 @@ say("subclass", (isinstance(mine, MyComm), mine.allreduce(rank), type(clone).__n
 clone.free()
 mine.free()
 p5 = pkl5.Intracomm(world)
-say("pkl5", p5.sendrecv(("x", rank), (rank + 1) % size, 0, None, (rank - 1) % size, 0))
+say("pkl5", (p5.sendrecv(("x", rank), (rank + 1) % size, 0, None, (rank - 1) % size, 0),
+             p5.gather(rank, size - 1), p5.bcast("b" * rank, 1), p5.alltoall(list(range(size)))))
 say("pickle_world_copy", pickle.loads(pickle.dumps(MPI.Intracomm(world))) == world)
 
 # attribute callbacks that make and free communicators themselves
