@@ -248,7 +248,7 @@ def _comm_lock_table(comm) -> dict:
 def _comm_lock(comm, key=None):
     """The lock `key` of a communicator, made on first use (mpi4py's `_comm_lock`)."""
     if isinstance(comm, _Bridged):
-        table = comm._core.locks
+        table = _comm_lock_table(comm)
         lock = table.get(key)
         if lock is None:
             lock = table[key] = threading.Lock()
@@ -267,7 +267,7 @@ def _commctx_intra(comm):
     if core.pickled_ctx is None:  # every rank's first such call: the Dup is collective
         core.pickled_ctx = [comm.Dup(), 0]
     ctx = core.pickled_ctx
-    ctx[1] = ctx[1] + 1 if ctx[1] < comm.Get_attr(MPI.TAG_UB) else 1
+    ctx[1] = ctx[1] + 1 if ctx[1] < core.engine.tag_ub else 1
     return ctx[0], ctx[1]
 
 

@@ -27,15 +27,21 @@ class StandIn(type):
 
 
 def _dispatcher(name: str, native_method):
+    owns: dict[type, object] = {}  # per class: the MRO walk runs once, not on every call
+
     def call(self, *args, **kwargs):
-        # the object's own method: the first in its class's MRO that is not a dispatcher (a
-        # program's subclass around a bridged communicator has dispatchers before it)
-        own = native_method
-        for klass in type(self).__mro__:
-            found = klass.__dict__.get(name)
-            if found is not None and not getattr(found, "_mmpi_dispatch", False):
-                own = found
-                break
+        cls = type(self)
+        own = owns.get(cls)
+        if own is None:
+            # the object's own method: the first in its class's MRO that is not a dispatcher
+            # (a program's subclass around a bridged communicator has dispatchers before it)
+            own = native_method
+            for klass in cls.__mro__:
+                found = klass.__dict__.get(name)
+                if found is not None and not getattr(found, "_mmpi_dispatch", False):
+                    own = found
+                    break
+            owns[cls] = own
         return own(self, *args, **kwargs)
 
     call.__name__ = name
