@@ -76,6 +76,7 @@ import yaml
 
 from mmpi.errors import MMPIError
 from mmpi.wire.rendezvous import CLUSTERS
+from mmpi.wire import text as textfile
 
 from ._hosts import HostsError, parse_hostfile, slurm_hosts
 
@@ -200,9 +201,11 @@ def load(path: str | Path | None = None) -> Config:
         return loads(text, source=DEFAULT_SOURCE)
     path = Path(path)
     try:
-        text = path.read_text()
+        text = textfile.read(path)
     except OSError as exc:
         raise ConfigError("", f"cannot read the file: {exc.strerror}", source=str(path)) from exc
+    except textfile.NotText as exc:
+        raise ConfigError("", str(exc), source=str(path)) from None
     return loads(text, source=str(path), base_dir=path.parent)
 
 
@@ -406,9 +409,11 @@ def _shape(m: Mapping[str, object], path: str) -> tuple[int | None, int | None]:
 
 def _hostfile(filename: str, path: str) -> tuple[Host, ...]:
     try:
-        text = Path(filename).read_text()
+        text = textfile.read(filename)
     except OSError as exc:
         raise ConfigError(path, f"cannot read {filename}: {exc.strerror}") from exc
+    except textfile.NotText as exc:
+        raise ConfigError(path, f"{filename}: {exc}") from None
     try:
         entries = parse_hostfile(text)
     except HostsError as exc:

@@ -21,6 +21,7 @@ if _world is None:
     BRIDGED = False
 else:
     from ._facade import (  # noqa: F401
+        COMM_SELF,
         Attach_buffer,
         Cartcomm,
         Comm,
@@ -28,6 +29,7 @@ else:
         Distgraphcomm,
         File,
         Graphcomm,
+        Intercomm,
         Intracomm,
         Message,
         Prequest,

@@ -197,13 +197,17 @@ class Crossings:
 
     def after_drain(self, ctx: Context, source: int, tag: int, name: str, sized: bool,
                     call: int):
-        """After a full progress: the crossing if a drain kept it, else PENDING.
+        """What has come of `source`'s part of call `call`: its crossing, if kept; None if
+        the part came through the matcher (`sized`); else PENDING.
 
-        None if the part came through the matcher (`sized`).
+        A `sized` part of a call goes one way or the other, and a sender's crossings come in
+        call order: a kept crossing of a later call means this call's part is a message
+        through the matcher, still on its way if not queued yet (a drain may bring both).
         """
-        got = self.take_kept((ctx.id, ctx.world_of[source]))
-        if got is not None:
-            return got
+        key = (ctx.id, ctx.world_of[source])
+        kept = self.kept.get(key)
+        if kept and (not sized or kept[0][1] <= call):
+            return self.take_kept(key)
         if self.through_matcher(ctx, source, tag, name, sized, call):
             return None
         return PENDING
@@ -228,7 +232,8 @@ class Crossings:
         msg.Recv([buf, _BYTE])
         e.heard[link] = time.monotonic()
         head = P.unpack_crossing(buf)
-        if head[0] == key[1] and head[1] == key[0]:  # ours, and none of its is kept
+        # ours, and none of its is kept (a sized wait keeps a later call's: see after_drain)
+        if head[0] == key[1] and head[1] == key[0] and not (sized and head[3] > call):
             return head[2], head[3], memoryview(buf)[P.ENVELOPE_SIZE:]
         self.keep(buf, head)
         return _AGAIN
@@ -260,13 +265,10 @@ class CrossRecv:
 
     def _first(self):
         c = self.coll
-        key = (c.ctx.id, c.ctx.world_of[self.source])
-        if self.sized:
-            kept = c.crossings.kept.get(key)
-            if not (kept and kept[0][1] == self.call) and c.crossings.through_matcher(
-                    c.ctx, self.source, self.tag, c.name, True, self.call):
-                return None
-        return (c.crossings.kept and c.crossings.take_kept(key)) or PENDING
+        if not (self.sized or c.crossings.kept):
+            return PENDING
+        return c.crossings.after_drain(c.ctx, self.source, self.tag, c.name, self.sized,
+                                       self.call)
 
     def wait(self):
         got = self._first()

@@ -75,6 +75,60 @@ def _create_from_group(cls, group, stringtag: str = "org.mpi4py", info=MPI.INFO_
 
 
 Intracomm.Create_from_group = classmethod(_create_from_group)
+
+
+class Intercomm(MPI.Intercomm, metaclass=StandIn):
+    """mpi4py's Intercomm; intercommunicators between bridged groups are not bridged yet."""
+
+    _stands_for = MPI.Intercomm
+
+    def __new__(cls, comm=None):
+        if isinstance(comm, _Bridged):  # as mpi4py's Intercomm(an intracommunicator)
+            raise TypeError("expecting an intercommunicator")
+        return MPI.Intercomm.__new__(cls if cls is not Intercomm else MPI.Intercomm, comm)
+
+    @classmethod
+    def Create_from_groups(cls, local_group, local_leader, remote_group, remote_leader,
+                           stringtag="org.mpi4py", info=MPI.INFO_NULL, errhandler=None):
+        """Not bridged for bridged groups (an MPI error, or a hang, otherwise)."""
+        if isinstance(local_group, BridgedGroup) or isinstance(remote_group, BridgedGroup):
+            raise NotBridged("Intercomm.Create_from_groups is not bridged yet: mmpi provides "
+                             "intracommunicators only")
+        return MPI.Intercomm.Create_from_groups(local_group, local_leader, remote_group,
+                                                remote_leader, stringtag, info, errhandler)
+
+
+dispatch_unbound(Intercomm, MPI.Intercomm)
+
+
+def _no_dynamic_processes(name: str):
+    def call(self, *args, **kwargs):
+        raise NotBridged(
+            f"COMM_SELF.{name} is not bridged yet: a bridged job's ranks neither connect to "
+            "nor spawn other processes (their peers, on a bridged communicator, refuse too, "
+            "so this call would wait for ever)")
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = "Not bridged yet: raises NotBridged."
+    return call
+
+
+class _Self(Intracomm):
+    """MPI.COMM_SELF under mmpi-run: mpi4py's, but dynamic processes are refused at once.
+
+    A native Accept waits for ever for a Connect that a bridged communicator refuses.
+    """
+
+    Accept = _no_dynamic_processes("Accept")
+    Connect = _no_dynamic_processes("Connect")
+    Spawn = _no_dynamic_processes("Spawn")
+    Spawn_multiple = _no_dynamic_processes("Spawn_multiple")
+
+    def __reduce__(self):
+        return "COMM_SELF" if self is COMM_SELF else MPI.Intracomm.__reduce__(self)
+
+
+COMM_SELF = _Self(MPI.COMM_SELF)
 Topocomm = _communicator_class(MPI.Topocomm)
 Cartcomm = _communicator_class(MPI.Cartcomm)
 Graphcomm = _communicator_class(MPI.Graphcomm)
@@ -291,6 +345,6 @@ def mpi_exceptions() -> None:
             })
 
 
-__all__ = ["Comm", "Intracomm", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
+__all__ = ["Comm", "Intracomm", "Intercomm", "COMM_SELF", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
            "Prequest", "Message", "Win", "File", "Attach_buffer", "Detach_buffer",
            "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table", "_commctx_intra"]

@@ -148,6 +148,8 @@ class Request(_native, metaclass=StandIn):
         i = cls._any(requests, True)
         if i != MPI.UNDEFINED:
             _finish(requests[i], status)
+        else:
+            _empty(status)
         return i
 
     @classmethod
@@ -156,7 +158,10 @@ class Request(_native, metaclass=StandIn):
         if _natives_only(requests):
             return _natively("waitany", requests, status)
         i = cls._any(requests, True)
-        return (i, None) if i == MPI.UNDEFINED else (i, _finish(requests[i], status, obj=True))
+        if i == MPI.UNDEFINED:
+            _empty(status)
+            return i, None
+        return i, _finish(requests[i], status, obj=True)
 
     @classmethod
     def Testany(cls, requests: Sequence, status: MPI.Status | None = None):
@@ -167,6 +172,7 @@ class Request(_native, metaclass=StandIn):
         if i is None:
             return MPI.UNDEFINED, False
         if i == MPI.UNDEFINED:
+            _empty(status)
             return i, True
         _finish(requests[i], status)
         return i, True
@@ -180,6 +186,7 @@ class Request(_native, metaclass=StandIn):
         if i is None:
             return MPI.UNDEFINED, False, None
         if i == MPI.UNDEFINED:
+            _empty(status)
             return i, True, None
         return i, True, _finish(requests[i], status, obj=True)
 
@@ -239,6 +246,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Get_status_all(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """True if every request has completed (their statuses filled), else False."""
+        if _natives_only(requests):
+            return _native.Get_status_all(list(requests), statuses)
         reqs = list(requests)
         if not _test(lambda: all([_done(r) for r in reqs])):
             return False
@@ -249,8 +258,12 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Get_status_any(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag) of a completed active request; (UNDEFINED, True) if none is active."""
+        if _natives_only(requests):
+            return _native.Get_status_any(list(requests), status)
         i = cls._any(requests, False)
         if i is None or i == MPI.UNDEFINED:
+            if i is not None:
+                _empty(status)
             return MPI.UNDEFINED, i is not None
         _peek(requests[i], status)
         return i, True
@@ -258,6 +271,8 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Get_status_some(cls, requests: Sequence, statuses: list | None = None):
         """The indices of the completed active requests (None if none is active)."""
+        if _natives_only(requests):
+            return _native.Get_status_some(list(requests), statuses)
         reqs = list(requests)
         if not any(_active(r) for r in reqs):
             return None
@@ -336,6 +351,14 @@ def _done(r) -> bool:
     if _bridged(r):
         return r._consumed or r._op.poll()
     return _native.Get_status(r)
+
+
+def _empty(status) -> None:
+    """Make `status` the empty status MPI gives when no request was active."""
+    if status is not None:
+        status.source, status.tag, status.error = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS
+        status.Set_elements(MPI.BYTE, 0)
+        status.Set_cancelled(False)
 
 
 def _peek(r, status) -> None:

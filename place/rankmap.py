@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from mmpi.wire import text as textfile
 from mmpi.wire.layout import CLUSTERS
 
 from .errors import RankMapError
@@ -38,9 +39,11 @@ def load_rank_map(path: str | os.PathLike, low: int | None = None,
     """
     where = where or f"rank map {path}"
     try:
-        text = Path(path).read_text()
+        text = textfile.read(path)
     except OSError as exc:
         raise RankMapError(f"{where}: cannot read it: {exc.strerror or exc}") from exc
+    except textfile.NotText as exc:
+        raise RankMapError(f"{where}: {exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

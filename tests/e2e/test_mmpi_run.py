@@ -58,6 +58,25 @@ def rendezvous_of(tmp_path: Path) -> Path:
     return next(tmp_path.glob("mmpi-*"))
 
 
+# -- bad job files ------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("data,problem", [
+    (b"clusters:\n  low: {ranks: 2}\n\xff\n", "not UTF-8 text: byte 0xff at line 3, column 1"),
+    (bytes(range(256)) * 4, "not a text file: it holds a NUL byte at line 1"),
+    ("zipper: [{host: Zürich}]".encode("utf-16-be"), "not a text file: it holds a NUL byte at "
+                                                    "line 1"),
+], ids=["stray-byte", "binary", "utf-16-without-bom"])
+def test_a_job_file_that_is_not_text_is_one_line_and_status_1(tmp_path, data, problem):
+    (tmp_path / "job.yaml").write_bytes(data)
+    p, _ = mmpi_run(tmp_path, "-c", "job.yaml", sys.executable, "-c", "pass")
+    assert p.returncode == 1, p.stderr
+    [line] = p.stderr.splitlines()
+    assert line.startswith(f"mmpi-run: job.yaml: {problem}"), p.stderr
+    assert "save it as UTF-8" in line
+
+
 # -- unmodified mpi4py programs --------------------------------------------------------------------
 
 

@@ -24,6 +24,24 @@ def test_bad_arguments_in_a_bridged_job(bridged, low, high):
     assert job.stdout.count("BAD INPUT OK (19 kinds)") == low + high, job.output
 
 
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
+def test_calls_not_bridged_raise_at_once_on_every_rank(bridged, low, high):
+    # a native Accept on COMM_SELF waits for ever for a Connect that the bridge refuses
+    job = bridged("not_bridged.py", low=low, high=high, timeout=60)
+    assert job.returncode == 0, job.output
+    size = low + high
+    for line in ["rank 0: COMM_SELF.Accept NotBridged", "rank 0: COMM_SELF.Connect NotBridged",
+                 *[f"rank {r}: Connect NotBridged" for r in range(1, size)],
+                 *[f"rank {r}: Accept NotBridged" for r in range(1, size)],
+                 *[f"rank {r}: {call} NotBridged" for r in range(size) for call in
+                   ("COMM_SELF.Spawn", "Create_intercomm", "Intercomm.Create_from_groups")],
+                 *[f"rank {r}: Intercomm TypeError" for r in range(size)],
+                 *[f"rank {r}: COMM_SELF worked" for r in range(size)],
+                 *[f"rank {r}: done" for r in range(size)]]:
+        assert line in job.stdout, f"{line!r} missing\n{job.output}"
+
+
 def _mmpi_run(*args, timeout=60, env=None):
     return subprocess.run([*mmpi_run_cmd(), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)

@@ -117,3 +117,13 @@ def test_early_crossings_are_kept_for_their_call(bridged):
     assert job.stdout.count(": ok") == 4, job.output
     kept = [int(n) for n in re.findall(r"drains kept (\d+) crossings", job.stdout)]
     assert sum(kept) > 0, job.output  # the case under test did happen
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("block", [1500, 0])
+def test_a_blocking_collective_lets_a_pending_one_on_its_communicator_finish(bridged, block):
+    # Ialltoallv, then Barrier or Allreduce, then Wait: the pending call's large part must
+    # not be mistaken for missing when the next call's crossing comes in the same drain
+    job = bridged("nbc_then_blocking.py", "150", str(block), low=2, high=2, timeout=45)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count(": ok") == 4, job.output

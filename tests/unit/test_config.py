@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import codecs
 import textwrap
+
+
 
 import pytest
 
@@ -215,6 +218,36 @@ def test_non_mapping_yaml():
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read the file"):
         load(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("data,expected", [
+    (b"clusters:\n  low: {ranks: 2}\n\xff\n", "not UTF-8 text: byte 0xff at line 3, column 1"),
+    (b"\x89PNG\r\n\x1a\n", "not UTF-8 text: byte 0x89 at line 1, column 1"),
+    (b"clusters: {low: {ranks: 2}}\n\x00\x01", "not a text file: it holds a NUL byte at line 2"),
+    ("clusters: {low: {ranks: 2}, high: {ranks: 1}}\n\xe9".encode("latin-1"),
+     "not UTF-8 text: byte 0xe9 at line 2, column 1"),
+    (codecs.BOM_UTF16_LE + b"a\x00\x00\xd8", "not UTF-16 text: byte 0x00 at line 1, column 5"),
+])
+def test_a_file_that_is_not_text_is_named_without_a_traceback(tmp_path, data, expected):
+    path = tmp_path / "job.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert str(info.value).startswith(f"{path}: {expected}")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_unicode_with_a_byte_order_mark_is_read(tmp_path, encoding):
+    path = tmp_path / "job.yaml"
+    path.write_bytes("clusters: {low: {ranks: 3}, high: {ranks: 1}}  # Zürich\n".encode(encoding))
+    assert load(path).clusters[0].ranks == 3
+
+
+def test_a_hostfile_that_is_not_text_names_both_files(tmp_path):
+    (tmp_path / "h").write_bytes(b"node1 slots=2\n\xffnode2\n")
+    message = error_of_in(tmp_path, "clusters: {low: {ranks: 1}, high: {ranks: 1, hostfile: h}}")
+    assert message == (f"<string>: clusters.high.hostfile: {tmp_path}/h: not UTF-8 text: byte "
+                       "0xff at line 2, column 1 cannot be decoded (save it as UTF-8)")
 
 
 def test_absolute_hostfile_is_kept(tmp_path):

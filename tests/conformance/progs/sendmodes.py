@@ -56,6 +56,23 @@ while not MPI.Request.get_status_all(reqs, statuses):
     pass
 say("get_status_all_late", (got, len(statuses), MPI.Request.Get_status_any(reqs)[1],
                              MPI.Request.get_status_some(reqs), MPI.Request.waitall(reqs)))
+
+
+# With no active request (null ones, and bridged ones already completed): index UNDEFINED,
+# and the status is MPI's empty status (source ANY_SOURCE, tag ANY_TAG), whatever it held
+def empty_status(call, requests):
+    st = MPI.Status()
+    st.source, st.tag, st.error = 0, 0, MPI.ERR_OTHER
+    got = call(requests, st)
+    return got, st.source == MPI.ANY_SOURCE, st.tag == MPI.ANY_TAG, st.error == MPI.SUCCESS
+
+
+nulls = [MPI.REQUEST_NULL, MPI.Request()]
+for name in ("Get_status_any", "Testany", "Waitany", "testany", "waitany"):
+    say(f"empty_status_{name}", (empty_status(getattr(MPI.Request, name), nulls),
+                                 empty_status(getattr(MPI.Request, name), reqs)))
+say("empty_statuses_some", (MPI.Request.Get_status_some(nulls), MPI.Request.Get_status_some(reqs),
+                            MPI.Request.Testsome(reqs), MPI.Request.Get_status_all(nulls)))
 world.Barrier()
 
 # Buffered sends within an attached buffer, object forms of the modes

@@ -1,0 +1,63 @@
+"""Calls the bridge does not provide yet raise NotBridged at once, on every rank: none hangs.
+
+The patterns of mpi4py's own tests (test_dynproc, test_comm_inter): rank 0 accepts on
+COMM_SELF while the others connect on a bridged communicator (a native Accept would wait for
+ever); intercommunicators between bridged groups. Each rank prints `rank R: <call> <outcome>`.
+"""
+
+from mmpi import MPI
+from mmpi.errors import NotBridged
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+
+
+def outcome(name, call):
+    try:
+        call()
+        result = "worked"
+    except NotBridged as exc:
+        assert name.split(".")[-1] in str(exc), exc
+        assert isinstance(exc, (NotImplementedError, MPI.Exception)), type(exc).__mro__
+        result = "NotBridged"
+    except TypeError:
+        result = "TypeError"
+    print(f"rank {rank}: {name} {result}", flush=True)
+
+
+# rank 0 accepts, the others connect (mpi4py's testAcceptConnect)
+group = world.Get_group().Excl([0])
+rest = world.Create(group)
+if rank == 0:
+    port = MPI.Open_port()
+    world.send(port, dest=1)
+    outcome("COMM_SELF.Accept", lambda: MPI.COMM_SELF.Accept(port))
+    MPI.Close_port(port)
+else:
+    port = world.recv(source=0) if rank == 1 else None
+    outcome("Connect", lambda: rest.Connect(port, root=0))
+# and the other way round (testConnectAccept)
+if rank == 0:
+    port = world.recv(source=1)
+    outcome("COMM_SELF.Connect", lambda: MPI.COMM_SELF.Connect(port))
+else:
+    port = MPI.Open_port() if rank == 1 else None
+    if rank == 1:
+        world.send(port, dest=0)
+    outcome("Accept", lambda: rest.Accept(port, root=0))
+    if rank == 1:
+        MPI.Close_port(port)
+outcome("COMM_SELF.Spawn", lambda: MPI.COMM_SELF.Spawn("true", maxprocs=1))
+# intercommunicators between bridged groups (test_comm_inter)
+half = world.Split(rank % 2, rank)
+outcome("Create_intercomm", lambda: half.Create_intercomm(0, world, 1 - rank % 2))
+wg = world.Get_group()
+mine, other = wg.Incl([rank]), wg.Incl([(rank + 1) % size])
+outcome("Intercomm.Create_from_groups",
+        lambda: MPI.Intercomm.Create_from_groups(mine, 0, other, 0))
+outcome("Intercomm", lambda: MPI.Intercomm(world))
+# COMM_SELF is still COMM_SELF
+outcome("COMM_SELF", lambda: MPI.COMM_SELF.Barrier())
+assert MPI.COMM_SELF.Get_size() == 1 and MPI.COMM_SELF == MPI.Comm(MPI.COMM_SELF)
+world.Barrier()
+print(f"rank {rank}: done", flush=True)
