@@ -121,17 +121,45 @@ class Core:
 
     # -- freeing -------------------------------------------------------------------------
     def free(self) -> None:
-        """Stop receiving on this communicator's contexts and release its native ones."""
+        """Mark this communicator freed; release it once nothing is pending on it.
+
+        MPI lets a program free a communicator with calls still pending on it, which then
+        complete normally: until they have, its contexts keep receiving (a background step
+        releases them).
+        """
         if self.freed:
             return
         self.freed = True
-        if self in self.engine.communicators:
-            self.engine.communicators.remove(self)
-        if self._collective is not None and not self.engine.finalized:
+        e = self.engine
+        if self in e.communicators:
+            e.communicators.remove(self)
+        if self.busy() and not e.finalized:
+            e.background.append(self._release_when_idle)
+            return
+        self.release()
+
+    def busy(self) -> bool:
+        """Whether calls on this communicator are pending: collectives, posted receives,
+        synchronous sends within the cluster not acknowledged yet (the answer comes on it)."""
+        if self.pending or self.p2p.queues.posted or self.coll.queues.posted:
+            return True
+        ids = (self.p2p.id, self.coll.id)
+        return any(type(k) is tuple and k[0] in ids for k in self.engine.p2p.syncs)
+
+    def _release_when_idle(self) -> bool:
+        if not (self.busy() and not self.engine.finalized):
+            self.engine.background.remove(self._release_when_idle)
+            self.release()
+        return False
+
+    def release(self) -> None:
+        """Stop receiving on this communicator's contexts and release its native ones."""
+        finalized = self.engine.finalized
+        if self._collective is not None and not finalized:
             self._collective.free_check()
         for ctx in (self.p2p, self.coll):
             self.engine.unregister(ctx)
-            if not self.engine.finalized:
+            if not finalized:
                 ctx.comm.Free()
 
 

@@ -126,8 +126,6 @@ class CommunicatorMethods:
             return
         if core is core.engine.communicators[0]:
             raise UsageError("Free: MPI_COMM_WORLD cannot be freed")
-        if core.pending:
-            core.flush()
         core.free()
 
     free = Free  # mpi4py 4's lowercase form

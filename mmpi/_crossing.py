@@ -85,6 +85,11 @@ class Crossings:
             if source is not None:
                 self.conflict(ctx, source, call)
 
+    def forget(self, cid: int) -> None:
+        """Context `cid` is gone: crossings kept for it go (its id may be reused)."""
+        for key in [k for k in self.kept if k[0] == cid]:
+            del self.kept[key]
+
     def take_kept(self, key: tuple[int, int]) -> tuple[int, int, memoryview] | None:
         """The first crossing kept for key (context, sender), if any: (tag, call, payload)."""
         got = self.kept.get(key)

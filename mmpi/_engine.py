@@ -137,6 +137,9 @@ class Engine:
         self.contexts.pop(ctx.id, None)
         if ctx in self.context_list:
             self.context_list.remove(ctx)
+        # A later communicator may get this id again: it starts with nothing of this one's.
+        self.p2p.forget(ctx.id)
+        self.crossings.forget(ctx.id)
 
     # -- progress ------------------------------------------------------------------------
     def check(self) -> None:

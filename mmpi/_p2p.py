@@ -102,6 +102,12 @@ class PointToPoint:
         others = layout.size - layout.cluster_size(engine.cluster)
         self.flow = Flow(self, others)
 
+    def forget(self, cid: int) -> None:
+        """Context `cid` is gone: its synchronous sends' numbering starts afresh if reused."""
+        for table in (self._sync_sent, self._sync_seen):
+            for key in [k for k in table if k[0] == cid]:
+                del table[key]
+
     def deliver_early(self, ctx: Context) -> None:
         """Deliver, in arrival order, what came for `ctx` before it was registered."""
         for link, buf, tag in self.early.pop(ctx.id, ()):

@@ -176,6 +176,17 @@ def equal_blocks(view, n: int, count: int, dt, extent: int) -> Vector:
     return Vector(view, [count] * n, [i * count for i in range(n)], dt, extent)
 
 
+def after_copy(c: Coll, slot: int, view, steps_of):
+    """The steps `steps_of(copy)`, after copying `view` (an in-place call's input) to scratch.
+
+    The copy is made when the call's steps start, not when it is called: the calls queued on
+    a communicator share its scratch slots, and run one at a time (a generator).
+    """
+    copy = c.tmp(slot, len(view))
+    copy[:] = view
+    return (yield from steps_of(copy))
+
+
 def pack(c: Coll, slot: int, blocks: list) -> memoryview:
     """Concatenate byte blocks into scratch buffer `slot`."""
     out = c.tmp(slot, sum(len(b) for b in blocks))

@@ -25,6 +25,7 @@ from ._base import (
     T_ALLTOALL,
     T_ALLTOALLV,
     T_ALLTOALLV_BLOCK,
+    after_copy,
     checked,
     equal_blocks,
     pack,
@@ -62,24 +63,26 @@ def _by_receiver(theirs: memoryview, sizes: list[int], nl: int, into: memoryview
 # -- alltoall ---------------------------------------------------------------------------------
 def alltoall(c: Coll, sendbuf, recvbuf):
     rb = as_typed(recvbuf, writable=True, op="Alltoall", blocks=c.size)
-    if sendbuf is IN_PLACE:
-        # Slot 4, as Alltoallv's copy: _alltoallv (interleaved clusters) uses 0-3 while this
-        # copy is still being sent from.
-        sview = c.tmp(4, rb.nbytes)
-        sview[:] = rb.view
-    else:
-        sview = as_typed(sendbuf, writable=False, op="Alltoall", blocks=c.size).view
-    if len(sview) != rb.nbytes or rb.count % c.size:
+    sent = None if sendbuf is IN_PLACE else \
+        as_typed(sendbuf, writable=False, op="Alltoall", blocks=c.size).view
+    nsend = rb.nbytes if sent is None else len(sent)
+    if nsend != rb.nbytes or rb.count % c.size:
         raise BufferError_(
-            f"Alltoall on rank {c.rank}: send buffer has {len(sview)} bytes and receive buffer "
+            f"Alltoall on rank {c.rank}: send buffer has {nsend} bytes and receive buffer "
             f"{rb.nbytes}; both must hold one equal block per rank ({c.size} ranks)"
         )
-    if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Alltoallv
-        per = rb.count // c.size
-        return checked(c, _alltoallv(c, equal_blocks(sview, c.size, per, rb.dt, rb.extent),
-                                     equal_blocks(rb.view, c.size, per, rb.dt, rb.extent)),
-                       -1, rb.nbytes)
-    return checked(c, _alltoall(c, sview, rb.view, rb.nbytes // c.size), -1, rb.nbytes)
+
+    def steps(sview):
+        if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Alltoallv
+            per = rb.count // c.size
+            return _alltoallv(c, equal_blocks(sview, c.size, per, rb.dt, rb.extent),
+                              equal_blocks(rb.view, c.size, per, rb.dt, rb.extent))
+        return _alltoall(c, sview, rb.view, rb.nbytes // c.size)
+
+    # IN_PLACE: slot 4, as Alltoallv's copy: _alltoallv (interleaved clusters) uses 0-3 while
+    # this copy is still being sent from
+    return checked(c, after_copy(c, 4, rb.view, steps) if sent is None else steps(sent), -1,
+                   rb.nbytes)
 
 
 def _alltoall(c: Coll, sview, rview, blk: int):
@@ -118,12 +121,10 @@ def _alltoall(c: Coll, sview, rview, blk: int):
 def alltoallv(c: Coll, sendbuf, recvbuf):
     rv = as_vector(recvbuf, c.size, writable=True, op="Alltoallv")
     if sendbuf is IN_PLACE:
-        copy = c.tmp(4, len(rv.base))
-        copy[:] = rv.base
-        sv = Vector(copy, rv.counts, rv.displs, rv.dt, rv.extent)
-    else:
-        sv = as_vector(sendbuf, c.size, writable=False, op="Alltoallv")
-    return checked(c, _alltoallv(c, sv, rv))
+        return checked(c, after_copy(c, 4, rv.base, lambda copy: _alltoallv(
+            c, Vector(copy, rv.counts, rv.displs, rv.dt, rv.extent), rv)))
+    return checked(c, _alltoallv(c, as_vector(sendbuf, c.size, writable=False,
+                                              op="Alltoallv"), rv))
 
 
 def _alltoallv(c: Coll, sv: Vector, rv: Vector):

@@ -24,6 +24,7 @@ from ._base import (
     T_REDUCE,
     T_RSB,
     T_SCAN,
+    after_copy,
     check_op,
     checked,
     checking,
@@ -62,8 +63,9 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root):
             raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
                                f"receive buffer {rb.nbytes}")
         if in_order:
-            return checked(c, generic.reduce_to(c, _copy(c, rb) if sb is None else sb, rb, op,
-                                                root), root, rb.nbytes)
+            return checked(c, in_place(c, rb, lambda sb: generic.reduce_to(c, sb, rb, op, root))
+                           if sb is None else generic.reduce_to(c, sb, rb, op, root), root,
+                           rb.nbytes)
         return checked(c, _reduce_root(c, sb, rb, op), root, rb.nbytes)
     if sendbuf is IN_PLACE:
         raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
@@ -99,10 +101,18 @@ def _reduce_other(c: Coll, sb: Typed, op, root: int):
 
 
 def _copy(c: Coll, b: Typed) -> Typed:
-    """A copy of `b` in scratch space (an in-place call's input, kept apart from its output)."""
+    """A copy of `b` in scratch space (an in-place call's input, kept apart from its output).
+
+    Only from inside a call's steps (see `in_place`).
+    """
     tmp = c.tmp(6, b.nbytes)
     tmp[:] = b.view
     return Typed(tmp, b.count, b.dt, b.extent)
+
+
+def in_place(c: Coll, rb: Typed, steps_of):
+    """`steps_of(input)`, the input a copy of `rb` made when the steps start (see after_copy)."""
+    return after_copy(c, 6, rb.view, lambda v: steps_of(Typed(v, rb.count, rb.dt, rb.extent)))
 
 
 # -- allreduce --------------------------------------------------------------------------------
@@ -119,7 +129,8 @@ def allreduce(c: Coll, sendbuf, recvbuf, op):
         raise BufferError_(f"Allreduce on rank {c.rank}: send buffer has {sb.nbytes} bytes, "
                            f"receive buffer {rb.nbytes}")
     if not c.contiguous and not commutes(op):  # see generic.py
-        steps = generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op)
+        steps = in_place(c, rb, lambda sb: generic.allreduce(c, sb, rb, op)) if sb is None \
+            else generic.allreduce(c, sb, rb, op)
     elif ways(c, rb.nbytes):
         steps = _allreduce_split(c, sb, rb, op, ways(c, rb.nbytes))
     else:
@@ -308,7 +319,8 @@ def scan(c: Coll, sendbuf, recvbuf, op, exclusive: bool):
                            f"receive buffer {rb.nbytes}")
     if not c.contiguous:  # the prefix needs every earlier rank, whichever cluster it is in
         upto = c.rank if exclusive else c.rank + 1
-        steps = generic.allreduce(c, _copy(c, rb) if sb is None else sb, rb, op, upto)
+        steps = in_place(c, rb, lambda sb: generic.allreduce(c, sb, rb, op, upto)) \
+            if sb is None else generic.allreduce(c, sb, rb, op, upto)
     else:
         steps = _scan(c, sb, rb, op, exclusive)
     return checked(c, steps, -1, rb.nbytes)

@@ -1,0 +1,51 @@
+"""The communicator fuzz (progs/commfuzz.py), natively and bridged in several layouts.
+
+Short in CI. On demand, longer and over more seeds, e.g.
+`MMPI_FUZZ_SECONDS=300 MMPI_FUZZ_SEEDS=1,2,3 pytest tests/mpi/test_fuzz.py`: each seed runs
+in every layout. The native run checks the fuzz itself (its expectations are MPI's answers).
+"""
+
+import os
+import re
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+SECONDS = float(os.environ.get("MMPI_FUZZ_SECONDS", "6"))
+SEEDS = [int(s) for s in os.environ.get("MMPI_FUZZ_SEEDS", "").split(",") if s]
+LAYOUTS = [(2, 2, ()), (1, 3, ()), (3, 2, ()), (2, 2, ("--forwarders", "2"))]
+LIMIT = SECONDS * 4 + 120  # a hang fails; a slow machine does not
+OK = re.compile(r"rank (\d+): fuzz ok seed \d+ phases (\d+) communicators (\d+) collectives "
+                r"(\d+) batches (\d+) messages (\d+) bytes (\d+)")
+
+
+def _cases():
+    if SEEDS:
+        return [(*layout, seed) for seed in SEEDS for layout in LAYOUTS]
+    return [(*layout, 100 + i) for i, layout in enumerate(LAYOUTS)]
+
+
+def _checked(job, ranks: int) -> list[tuple[int, ...]]:
+    assert job.returncode == 0, job.output[-6000:]
+    found = [tuple(map(int, m.groups())) for m in OK.finditer(job.stdout)]
+    assert sorted(f[0] for f in found) == list(range(ranks)), job.output[-4000:]
+    assert all(f[1] > 0 for f in found), job.output[-2000:]
+    return found
+
+
+@pytest.mark.timeout(LIMIT)
+def test_the_fuzz_holds_natively(native):
+    _checked(native("commfuzz.py", "7", str(min(SECONDS, 4)), n=5, timeout=LIMIT - 10), 5)
+
+
+@pytest.mark.timeout(LIMIT)
+@pytest.mark.parametrize("low,high,extra,seed", _cases(),
+                         ids=lambda v: "-".join(v) if isinstance(v, tuple) else str(v))
+def test_the_fuzz_holds_bridged(bridged, low, high, extra, seed):
+    job = bridged("commfuzz.py", str(seed), str(SECONDS), low=low, high=high,
+                  launcher_args=extra, timeout=LIMIT - 10)
+    found = _checked(job, low + high)
+    calls = sum(f[4] for f in found)
+    messages = sum(f[6] for f in found)
+    assert calls > 0 and messages > 0, job.output[-2000:]
