@@ -82,8 +82,17 @@ class Crossings:
         ctx = self.engine.contexts.get(cid)
         if ctx is not None and ctx.queues.posted:
             source = ctx.from_world.get(src)
-            if source is not None:
+            # only the call running now has receives posted; a faster rank's crossing of a
+            # later call says nothing about them
+            if source is not None and call == self._running(ctx):
                 self.conflict(ctx, source, call)
+
+    def _running(self, ctx: Context) -> int:
+        """The number of the collective call running on the communicator of context `ctx`."""
+        for core in self.engine.communicators:
+            if core.coll is ctx:
+                return core.calls
+        return -1
 
     def forget(self, cid: int) -> None:
         """Context `cid` is gone: crossings kept for it go (its id may be reused)."""

@@ -127,3 +127,11 @@ def test_a_blocking_collective_lets_a_pending_one_on_its_communicator_finish(bri
     job = bridged("nbc_then_blocking.py", "150", str(block), low=2, high=2, timeout=45)
     assert job.returncode == 0, job.output
     assert job.stdout.count(": ok") == 4, job.output
+
+
+@pytest.mark.timeout(60)
+def test_a_later_calls_crossing_does_not_fail_an_earlier_calls_posted_receive(bridged):
+    # a wait for a crossing on another communicator takes it ahead of the earlier large part
+    job = bridged("crossing_overtakes.py", low=1, high=1, timeout=45)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count(": ok") == 2, job.output
