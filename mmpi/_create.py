@@ -10,6 +10,11 @@ Rule 1: a communicator that spans both clusters needs context ids that every mem
         collective over the parent (an allgather that Split needs anyway).
 Rule 2: a communicator inside one cluster never sees the forwarder: its contexts get ids of
         this process's own (negative), with no exchange.
+Rule 3: a blocking native call (Comm_split, Comm_create_group, ...) is entered only once every
+        rank that makes it is known to have come to this call (after the exchange, or a
+        native barrier waited politely). Inside it this rank runs no Python, so it advances
+        none of its pending bridged calls, which a rank still on its way might wait for
+        (MPI's progress rule: a blocking call must not hold up the pending ones).
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import pickle
 from ._collectives import objects
 from ._communicator import Core
 from ._context import Context
+from ._crossing import CREATE_TAGS
 from ._engine import Engine
 from ._native import MPI
 from .errors import RankError, UsageError
 
 UNDEFINED = MPI.UNDEFINED
-_T_CREATE_GROUP = 64  # Create_group's messages on the parent's collective context: this + tag
+_T_CREATE_GROUP = CREATE_TAGS  # Create_group's messages on the parent's collective context:
+#                                this + tag
 
 
 def _used(engine: Engine) -> int:
@@ -91,8 +98,10 @@ def dup(parent: Core) -> Core:
     Attributes are copied natively: they live on the point-to-point context's native
     communicator, which is duplicated.
     """
-    # the native Dup first: its attribute copy callbacks may make communicators themselves
-    native = parent.p2p.comm.Dup()
+    # the native Dup first: its attribute copy callbacks may make communicators themselves;
+    # non-blocking, and waited for politely (Rule 3)
+    native, req = parent.p2p.comm.Idup()
+    parent.engine.wait_one(req)
     masks = _exchange(parent, "Dup", _used(parent.engine)) if parent.spans else None
     pair = _free_pair(masks) if masks else None
     return _build(parent, tuple(range(parent.size)), native, pair)
@@ -134,9 +143,10 @@ def create_group(parent: Core, world_ranks: tuple[int, ...], tag: int) -> Core:
     if parent.rank not in members:
         raise UsageError(f"Create_group on rank {parent.rank}: only the group's members "
                          "call it, and this rank is not one")
-    pair = None
-    if _spans(parent, members):
-        pair = _agree(parent, members, _T_CREATE_GROUP + tag)
+    # the members' agreement also tells each that the others have come (Rule 3)
+    pair = _agree(parent, members, _T_CREATE_GROUP + tag) if len(members) > 1 else None
+    if not _spans(parent, members):
+        pair = None
     local = parent.p2p.comm
     natives = [parent.p2p.local_of[r] for r in members if parent.p2p.local_of[r] >= 0]
     group = local.Get_group().Incl(natives)
@@ -167,11 +177,17 @@ def _agree(parent: Core, members: tuple[int, ...], tag: int) -> int:
 
 def split_type(parent: Core, split_type: int, key: int, info=None) -> Core | None:
     """Split by what processes share (a node): never across the zipper (Rule 2)."""
+    all_here(parent)
     native = parent.p2p.comm.Split_type(split_type, key, info or MPI.INFO_NULL)
     if native == MPI.COMM_NULL:
         return None
     members = tuple(native.allgather(parent.rank))  # by native rank, which follows the key
     return _build(parent, members, native, None)
+
+
+def all_here(parent: Core) -> None:
+    """Wait, the bridge progressing, until every rank of this cluster in `parent` is here."""
+    parent.engine.wait_one(parent.p2p.comm.Ibarrier())
 
 
 def _members(parent: Core, world_ranks, call: str) -> tuple[int, ...]:
@@ -185,4 +201,4 @@ def _members(parent: Core, world_ranks, call: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-__all__ = ["dup", "split", "create", "create_group", "split_type"]
+__all__ = ["dup", "split", "create", "create_group", "split_type", "all_here"]

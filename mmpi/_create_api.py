@@ -103,6 +103,7 @@ class CommunicatorMethods:
         """Split by what processes share (a node never spans the zipper)."""
         core = self._flush()
         if split_type == MPI.UNDEFINED:
+            _create.all_here(core)  # as split_type does (see _create, Rule 3)
             core.p2p.comm.Split_type(MPI.UNDEFINED, 0)
             return MPI.COMM_NULL
         new = _create.split_type(core, split_type, as_int(key, "key", "Split_type"), info)
@@ -114,8 +115,14 @@ class CommunicatorMethods:
         return MPI.COMM_NULL if new is None else self._wrap(new, "")
 
     def Create_group(self, group, tag: int = 0):
-        """The communicator of `group`; only its members call."""
-        new = _create.create_group(self._flush(), _ranks_of_group(group, "Create_group"),
+        """The communicator of `group`; only its members call.
+
+        Not a collective of this communicator: its pending collectives go on (they may need
+        ranks that are not in the group), so they are not completed first.
+        """
+        core = self._core
+        core.engine.check()
+        new = _create.create_group(core, _ranks_of_group(group, "Create_group"),
                                    as_int(tag, "tag", "Create_group"))
         return self._wrap(new, "")
 

@@ -44,6 +44,10 @@ _ANY_TAG = MPI.ANY_TAG
 _Request = MPI.Request
 _AGAIN = object()  # see Crossings._from_link
 _SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
+# Tags of a collective context from here up are Create_group's (its members agree on context
+# ids by messages there), which may run while collectives are pending on the communicator:
+# never parts of a collective.
+CREATE_TAGS = 64
 
 
 class Crossings:
@@ -138,7 +142,8 @@ class Crossings:
         if any, is of this call. Of another collective, or too large for a crossing where
         this side expected one: the arguments disagree, and waiting would never end.
         """
-        m = ctx.queues.peek(source, None)
+        m = next((m for m in ctx.queues.unexpected if m.source == source and
+                  m.tag < CREATE_TAGS), None)
         if m is None:
             return False
         if m.tag != tag:

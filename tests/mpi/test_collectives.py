@@ -135,3 +135,11 @@ def test_a_later_calls_crossing_does_not_fail_an_earlier_calls_posted_receive(br
     job = bridged("crossing_overtakes.py", low=1, high=1, timeout=45)
     assert job.returncode == 0, job.output
     assert job.stdout.count(": ok") == 2, job.output
+
+
+@pytest.mark.timeout(60)
+def test_communicators_made_while_collectives_are_pending_do_not_hang(bridged):
+    # Create_group does not wait for the parent's pending calls; Dup keeps advancing them
+    job = bridged("pending_then_create.py", low=2, high=2, timeout=45)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count(": ok") == 4, job.output

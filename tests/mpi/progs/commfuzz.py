@@ -20,8 +20,10 @@ the seed, phase and item.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 import time
 import zlib
 
@@ -60,6 +62,22 @@ def dump(_sig, frame) -> None:
 
 
 signal.signal(signal.SIGUSR1, dump)
+PHASE = [0, time.monotonic()]  # the phase running, since when
+LIMIT = float(os.environ.get("MMPI_FUZZ_PHASE_LIMIT", "60"))
+
+
+def watchdog() -> None:
+    """A phase that lasts LIMIT seconds is a hang: say where this rank waits, and fail."""
+    while True:
+        time.sleep(1)
+        if time.monotonic() - PHASE[1] > LIMIT:
+            print(f"rank {ME}: phase {PHASE[0]} of seed {SEED} hangs ({LIMIT:g} s)",
+                  file=sys.stderr, flush=True)
+            dump(None, sys._current_frames()[threading.main_thread().ident])
+            os._exit(3)
+
+
+threading.Thread(target=watchdog, daemon=True).start()
 
 
 def values(key: tuple, wrank: int, n: int, dtype) -> np.ndarray:
@@ -117,6 +135,8 @@ class Making:
     def make(self) -> None:
         """Call MPI (every member of the parent; Create_group: the new members only)."""
         parent, how = self.parent, self.how
+        WAITING[:] = [(f"{how} of comm {parent.cid} {parent.members} giving "
+                       f"{[(c.cid, c.members) for c in self.made]}", None)]
         if parent.rank < 0:
             return
         if how == "Split":
@@ -564,6 +584,7 @@ def main() -> None:
     t0 = time.monotonic()
     p, next_id, go = 0, 1, True
     while go:
+        PHASE[:] = [p, time.monotonic()]
         try:
             live, next_id, sync = phase(p, live, next_id)
         except Wrong as exc:
