@@ -19,6 +19,12 @@ COLL_SIZES = tuple(1 << i for i in range(21))
 # Congestion patterns cost n messages per round: every other power of two is enough of a curve.
 PATTERN_SIZES = tuple(1 << i for i in range(0, 21, 2))
 PAIR_SIZES = (KiB, 64 * KiB, MiB, 4 * MiB)
+RATE_SIZES = (8, 64, 512, 4 * KiB)  # osu_mbw_mr's small messages
+
+
+def higher_is_better(unit: str) -> bool:
+    """Whether a figure in `unit` is a rate (bandwidth, messages per second)."""
+    return unit in ("MB/s", "msg/s")
 
 
 @dataclass(frozen=True)
@@ -27,7 +33,7 @@ class Bench:
 
     name: str
     group: str  # "p2p": 2 ranks (bridged 1+1); "world": low+high ranks; "pairs": N+N ranks
-    unit: str  # "us" (time, lower is better) or "MB/s" (bandwidth, higher is better)
+    unit: str  # "us" (time, lower is better), "MB/s" or "msg/s" (rates, higher is better)
     sizes: tuple[int, ...]  # default message sizes in bytes; () for a size-less benchmark
     title: str
     min_size: int = 1  # smaller requested sizes are skipped (reductions work on float32)
@@ -35,7 +41,7 @@ class Bench:
     @property
     def is_bandwidth(self) -> bool:
         """True when higher figures are better."""
-        return self.unit == "MB/s"
+        return higher_is_better(self.unit)
 
     def plan_sizes(self, requested: tuple[int, ...] | None) -> tuple[int, ...]:
         """Return the sizes to run: the requested ones (or the defaults) this one can do."""
@@ -72,6 +78,9 @@ BENCHES: dict[str, Bench] = {
               "Netgauge n:1, every high rank sends to vrank 0, which acks; time per round"),
         Bench("pairs", "pairs", "MB/s", PAIR_SIZES,
               "concurrent cross-cluster pairs (low i -> high i, osu_bw each), aggregate bandwidth"),
+        Bench("rate", "pairs", "msg/s", RATE_SIZES,
+              "message rate of concurrent cross-cluster pairs (low i -> high i), windows of 64 "
+              "sends then an ack (osu_mbw_mr), all pairs together"),
     )
 }
 

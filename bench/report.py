@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from ._catalog import BENCHES
+from ._catalog import BENCHES, higher_is_better
 
 MODES = ("native", "across", "bridged")
 PLOT_INSTALL_HINT = 'pip install "mmpi[plot]"  (or: pip install matplotlib)'
@@ -110,7 +110,7 @@ def _group(name: str) -> str:
 def _table(name: str, rows: list[dict], layout: str) -> str:
     bench = BENCHES.get(name)
     unit = rows[0]["unit"]
-    better = "higher" if unit == "MB/s" else "lower"
+    better = "higher" if higher_is_better(unit) else "lower"
     lines = [f"# mmpi-bench {name}: {bench.title if bench else name}"]
     if layout:
         lines.append(f"# {layout}")
@@ -278,7 +278,8 @@ def _curves(ax, rows: list[dict]) -> None:
                 ax.plot(xs, ys, style, label=f"{mode}{label_k}", markersize=4)
     _size_axis(ax)
     ax.set_yscale("log")
-    ax.set_ylabel("bandwidth (MB/s)" if unit == "MB/s" else f"time ({_unit_label(unit)})")
+    ax.set_ylabel("bandwidth (MB/s)" if unit == "MB/s" else "messages per second"
+                  if unit == "msg/s" else f"time ({_unit_label(unit)})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
 

@@ -429,13 +429,22 @@ def pairs(comm, size: int, opts: Options, k: int) -> Kernel:
                   "MB/s", frozenset([*range(k), *range(low, low + k)]))
 
 
+def rate(comm, size: int, opts: Options, k: int) -> Kernel:
+    """Message rate of `k` concurrent pairs, low rank i -> high rank i (osu_mbw_mr): windows
+    of 64 non-blocking sends, then an ack; messages per second, all pairs together."""
+    kernel = pairs(comm, size, opts, k)
+    kernel.value = lambda t: k * WINDOW / t
+    kernel.unit = "msg/s"
+    return kernel
+
+
 def _points(comm, name: str, sizes: list[int], opts: Options) -> Iterator[Kernel]:
     """Set up the kernels of one benchmark, one point at a time (buffers are freed between)."""
-    if name == "pairs":
+    if name in ("pairs", "rate"):
         # Every pair count from one up to the smaller cluster: how the zipper scales.
         for k in range(1, min(opts.low, len(_high_ranks(comm, opts))) + 1):
             for size in sizes:
-                yield pairs(comm, size, opts, k)
+                yield BENCHMARKS[name](comm, size, opts, k)
     elif name == "barrier":
         yield barrier(comm, 0, opts)
     else:
@@ -458,6 +467,7 @@ BENCHMARKS: dict[str, Callable[..., Kernel]] = {
     "1:n": one_to_many,
     "n:1": many_to_one,
     "pairs": pairs,
+    "rate": rate,
 }
 
 

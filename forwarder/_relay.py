@@ -22,6 +22,7 @@ Rule 5: a message of one chunk whose data is already here when its envelope is r
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ _BYTE = MPI.BYTE
 # Sends on are tested for completion (`_reap`) in batches, not after every message: a poll
 # that only probes keeps the forwarder's turns on shared cores short.
 _REAP_AT = 16
+_clock = time.perf_counter
 
 
 @dataclass(eq=False)
@@ -99,6 +101,7 @@ class Relay(threading.Thread):
         self._wake = threading.Event()
         self.messages = 0
         self.bytes = 0
+        self.busy = 0.0  # seconds in polls that moved something (see Forwarder.summary)
 
     @property
     def name_short(self) -> str:
@@ -131,6 +134,13 @@ class Relay(threading.Thread):
 
         True if there was any work. Safe alongside `move` in another thread.
         """
+        t0 = _clock()
+        did = self._poll()
+        if did:
+            self.busy += _clock() - t0
+        return did
+
+    def _poll(self) -> bool:
         did = False
         st = self._st
         ctrl = self.src.ctrl

@@ -34,6 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="relay threads: split = one for all envelopes, small and single-chunk "
                          "messages plus one per direction for multi-chunk transfers (default); "
                          "direction = one per direction; single = one for everything")
+    ap.add_argument("--relay", choices=("auto", "compiled", "python"),
+                    default=os.environ.get("MMPI_RELAY") or "auto",
+                    help="the relay loop: compiled (C, built at install where a compiler is "
+                         "present), python (the reference), or auto: compiled if built "
+                         "(default; MMPI_RELAY)")
     args, _ = ap.parse_known_args(argv)  # extra words (e.g. test markers) are ignored
     if not args.rendezvous:
         ap.error("--rendezvous is required (or MMPI_RENDEZVOUS in the environment)")
@@ -43,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         chunk = args.chunk or env_int("MMPI_CHUNK", DEFAULT_CHUNK, minimum=1)
         return Forwarder(args.rendezvous, index=args.index,
                          connect_timeout=args.connect_timeout, chunk=chunk,
-                         mode=args.mode).run()
+                         mode=args.mode, relay=args.relay).run()
     except MMPIError as exc:
         print(f"mmpi-forwarder[{args.index}]: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -26,6 +26,7 @@ from mmpi.wire.backoff import Backoff
 from mmpi.wire.knobs import env_float, env_int
 from mmpi.wire.layout import Layout
 
+from . import _compiled
 from ._admission import Gate
 from ._relay import Link, Relay
 
@@ -41,6 +42,9 @@ DEFAULT_DEPTH = 2
 DEFAULT_POOL_MANY = 8  # MMPI_FWD_POOL_MANY
 # How the relay work is spread over threads (see Forwarder._serve).
 MODES = ("direction", "split", "single")
+# Which relay moves the messages: the compiled loop where it was built, else the Python one
+# (the reference and the fallback); MMPI_RELAY or --relay choose.
+RELAYS = ("auto", "compiled", "python")
 # Seconds a connected process has to answer the challenge (MMPI_HELLO_TIMEOUT).
 HELLO_TIMEOUT = 10.0
 
@@ -57,7 +61,8 @@ class Forwarder:
                  chunk: int = DEFAULT_CHUNK, pool_chunks: int = DEFAULT_POOL,
                  depth: int = DEFAULT_DEPTH,
                  eager_max: int = DEFAULT_EAGER_MAX, eager_budget: int = 16 << 20,
-                 mode: str = "split", log=None, owners=None) -> None:
+                 mode: str = "split", relay: str | None = None, log=None,
+                 owners=None) -> None:
         self.rendezvous = Path(rendezvous)
         # The cluster of each virtual rank (a rank map); None: the one mmpi-run wrote in the
         # rendezvous directory (R.LAYOUT_FILE), else the default layout.
@@ -75,6 +80,13 @@ class Forwarder:
         if mode not in MODES:
             raise BridgeError(f"unknown relay mode {mode!r}; one of {', '.join(MODES)}")
         self.mode = mode
+        relay = relay or os.environ.get("MMPI_RELAY") or "auto"
+        if relay not in RELAYS:
+            raise BridgeError(f"unknown relay {relay!r}; one of {', '.join(RELAYS)}")
+        if relay == "compiled" and not _compiled.AVAILABLE:
+            raise BridgeError(f"the compiled relay is not available: {_compiled.WHY_NOT} "
+                              "(reinstall with a C compiler present, or use --relay python)")
+        self.compiled = relay != "python" and _compiled.AVAILABLE
         self.log = log or (lambda msg: print(f"mmpi-forwarder[{index}]: {msg}", flush=True))
         self.links: dict[str, Link] = {}
         self.relays: list[Relay] = []
@@ -166,13 +178,26 @@ class Forwarder:
         self.links = links
         layout = self._hand_out_layout()
         self.log(f"admitted low={layout.low_size} high={layout.high_size} ranks "
-                 f"(rss {rss_mib():.0f} MiB)")
+                 f"(rss {rss_mib():.0f} MiB, relay {self.relay_name})")
         low, high = self.links["low"], self.links["high"]
         opts = dict(chunk=self.chunk, pool=self.pool_chunks, depth=self.depth,
                     pool_many=self.pool_many,
                     eager_budget=self.eager_budget, on_error=self._relay_failed)
-        self.relays = [Relay(low, high, **opts), Relay(high, low, **opts)]
-        if self.mode == "direction":
+        kind = _compiled.CompiledRelay if self.compiled else Relay
+        self.relays = [kind(low, high, **opts), kind(high, low, **opts)]
+        if self.compiled:
+            # one C loop for both directions, or one per direction; no GIL between them
+            groups = [[r] for r in self.relays] if self.mode == "direction" else [self.relays]
+            threads = [threading.Thread(target=self._guard,
+                                        args=(g[0], _compiled.serve, g), daemon=True,
+                                        name="relay-" + "+".join(r.name_short for r in g))
+                       for g in groups]
+            for t in threads:
+                t.start()
+            self._heartbeat(lambda: any(t.is_alive() for t in threads))
+            for t in threads:
+                t.join()
+        elif self.mode == "direction":
             for r in self.relays:
                 r.start()
             self._heartbeat(lambda: any(r.is_alive() for r in self.relays))
@@ -208,6 +233,14 @@ class Forwarder:
         faulthandler.cancel_dump_traceback_later()
         self.log(self.summary(time.monotonic() - t0))
         return 0
+
+    @property
+    def relay_name(self) -> str:
+        """The relay in use, as the start-up line names it."""
+        if self.compiled:
+            return "compiled"
+        return "python" + (f" (compiled relay unavailable: {_compiled.WHY_NOT})"
+                           if not _compiled.AVAILABLE else "")
 
     def _heartbeat(self, running) -> None:
         """Tell every rank we are alive every HEARTBEAT seconds while the relays run."""
@@ -258,4 +291,7 @@ class Forwarder:
     def summary(self, elapsed: float) -> str:
         """One line: messages and bytes per direction."""
         parts = [f"{r.name_short} {r.messages} msgs {r.bytes} B" for r in self.relays]
-        return f"done in {elapsed:.2f} s: " + ", ".join(parts) + f"; peak rss {rss_mib():.0f} MiB"
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        busy = sum(r.busy for r in self.relays)
+        return (f"done in {elapsed:.2f} s: " + ", ".join(parts) + f"; peak rss {rss_mib():.0f} "
+                f"MiB; cpu {use.ru_utime + use.ru_stime:.3f} s, busy {busy:.3f} s")

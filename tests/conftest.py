@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -67,6 +68,15 @@ def _stop(p: subprocess.Popen, tmp: Path | None) -> None:
         os.killpg(p.pid, signal.SIGKILL)
     for rdv in rendezvous:
         hygiene.kill_job(rdv, signal.SIGKILL)
+
+
+# Both relays of the forwarder run the relay tests: the compiled one where the install built it
+# (a skip that says why elsewhere), and the Python one, the reference and the fallback.
+# (find_spec, not an import: importing it would initialize MPI in the test runner.)
+_COMPILED = importlib.util.find_spec("forwarder._crelay") is not None
+RELAYS = [pytest.param("compiled", marks=pytest.mark.skipif(
+    not _COMPILED, reason="the compiled relay was not built (no C compiler at install)")),
+    "python"]
 
 
 def mmpi_run_cmd() -> list[str]:

@@ -17,9 +17,11 @@
  *   pairs relay PORTDIR N WINDOWS BYTES   (mpiexec -n 1)
  *   pairs low|high PORTDIR N WINDOWS BYTES (mpiexec -n N each, after the relay)
  *
- * Prints, from low rank 0, the aggregate MB/s: every pair's bytes over the slowest pair's time
- * (two warm-up windows excluded). Build: mpicc_abi -O2 -o pairs pairs.c. Run: `bash run.sh
- * pairs [ROUNDS]`, which alternates 1 and 4 pairs.
+ * Prints, from low rank 0, the aggregate MB/s and messages per second: every pair's bytes (and
+ * messages) over the slowest pair's time (two warm-up windows excluded). Build: mpicc_abi -O2
+ * -o pairs pairs.c. Run: `bash run.sh pairs [ROUNDS]`, which alternates 1 and 4 pairs, or
+ * `bash run.sh rate [ROUNDS]`: small messages (osu_mbw_mr's message rate), the relay holding
+ * up to 64 in flight (POOL=64) as mmpi's forwarder holds its eager messages.
  */
 #include <mpi.h>
 #include <sched.h>
@@ -155,8 +157,9 @@ int main(int argc, char **argv) {
   double most;
   MPI_Reduce(&spent, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (low && me == 0)
-    printf("C relayed %d pair(s) of %d B streams: %.0f MB/s\n", npairs, bytes,
-           (double)npairs * (windows - WARMUP) * WINDOW * bytes / most / 1e6);
+    printf("C relayed %d pair(s) of %d B streams: %.0f MB/s, %.0f msg/s\n", npairs, bytes,
+           (double)npairs * (windows - WARMUP) * WINDOW * bytes / most / 1e6,
+           (double)npairs * (windows - WARMUP) * WINDOW / most);
   MPI_Comm_disconnect(&x);
   MPI_Finalize();
   return 0;

@@ -11,12 +11,14 @@
 #                                                MPICH's own, then `mmpi-bench` on the same points
 #   bash benchmarks/floor/run.sh pairs [ROUNDS]  1 and 4 concurrent pairs of 4 MiB streams
 #                                                through a C relay (pairs.c), then `mmpi-bench pairs`
+#   bash benchmarks/floor/run.sh rate [ROUNDS]   message rate, 8 B - 4 KiB, 1 and 2 pairs through
+#                                                the C relay (pairs.c), then `mmpi-bench rate`
 #
 # Rounds alternate the C floor with mmpi-bench, so both see the same stretch of the machine.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 what=paths
-case "${1:-}" in coll|pairs) what=$1; shift ;; esac
+case "${1:-}" in coll|pairs|rate) what=$1; shift ;; esac
 rounds=${1:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -114,8 +116,19 @@ path_rounds() {
     bench latency bw bibw --sizes 8,4M
   done
 }
+rate_rounds() {
+  for r in $(seq "$rounds"); do
+    echo "== round $r $(date -u +%H:%M:%S)"
+    for size in 8 64 512 4096; do
+      POOL=64 cpairs 1 200 $size
+      POOL=64 cpairs 2 100 $size
+    done
+    bench rate --sizes 8,64,512,4K --pairs 2
+  done
+}
 case $what in
   coll) coll_rounds ;;
+  rate) rate_rounds ;;
   pairs) pairs_rounds ;;
   *) path_rounds ;;
 esac

@@ -8,13 +8,13 @@ import re
 import sys
 
 import pytest
-from conftest import PROGS, ROOT, _run
+from conftest import PROGS, RELAYS, ROOT, _run
 
 pytestmark = pytest.mark.mpi
 
 
-def _fake(n: int, *args: str, timeout: float = 90):
-    env = {"PYTHONPATH": f"{PROGS}:{ROOT}"}
+def _fake(n: int, *args: str, timeout: float = 90, relay: str = "auto"):
+    env = {"PYTHONPATH": f"{PROGS}:{ROOT}", "MMPI_RELAY": relay}
     return _run(["mpiexec", "-n", str(n), sys.executable, str(PROGS / "relay_rules.py"),
                  *args], timeout, env)
 
@@ -25,8 +25,10 @@ def _fake(n: int, *args: str, timeout: float = 90):
     (1, 2, 1, 1 << 20, 1 << 30),    # default chunk; order from two senders into one receiver
     (2, 1, 2, 8192, 65536),         # two forwarders: routes per pair, large messages striped
 ])
-def test_relay_keeps_order_and_every_byte(forwarders, low, high, chunk, stripe):
-    job = _fake(forwarders + low + high, str(forwarders), str(low), str(chunk), str(stripe))
+@pytest.mark.parametrize("relay", RELAYS)
+def test_relay_keeps_order_and_every_byte(forwarders, low, high, chunk, stripe, relay):
+    job = _fake(forwarders + low + high, str(forwarders), str(low), str(chunk), str(stripe),
+                relay=relay)
     assert job.returncode == 0, job.output[-4000:]
     oks = re.findall(r"ok (\d+) \((?:low|high)\)", job.stdout)
     assert sorted(int(r) for r in oks) == list(range(low + high)), job.output[-3000:]

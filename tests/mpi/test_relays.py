@@ -1,0 +1,52 @@
+"""The Python relay (the reference, and the fallback without a compiler) under real jobs.
+
+Every other bridged test runs on the forwarder's default relay, the compiled one where the
+install built it; these run the same programs with MMPI_RELAY=python, so both relays pass the
+same point-to-point, collective, striping, soak and fuzz checks (the fake link runs both too).
+"""
+
+import re
+
+import pytest
+from conftest import RELAYS
+
+pytestmark = pytest.mark.mpi
+PY = {"MMPI_RELAY": "python"}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("relay", RELAYS)
+def test_the_forwarder_names_its_relay(bridged, relay):
+    job = bridged("p2p_suite.py", low=1, high=1, env={"MMPI_RELAY": relay})
+    assert job.returncode == 0, job.output
+    assert re.search(rf"admitted low=1 high=1 ranks \(rss \d+ MiB, relay {relay}\)",
+                     job.stdout), job.output
+
+
+@pytest.mark.timeout(150)
+def test_p2p_over_two_forwarders_on_the_python_relay(bridged):
+    job = bridged("p2p_suite.py", low=2, high=3, launcher_args=("--forwarders", "2"), env=PY)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count("P2P OK") == 5, job.output
+
+
+@pytest.mark.timeout(200)
+def test_collectives_on_the_python_relay(bridged):
+    job = bridged("coll_suite.py", "--quick", low=2, high=2, env=PY, timeout=180)
+    assert job.returncode == 0, job.output
+    assert job.stdout.count("COLL OK") == 4, job.output
+
+
+@pytest.mark.timeout(120)
+def test_soak_with_striping_on_the_python_relay(bridged):
+    job = bridged("soak.py", "4", "9", low=2, high=2, launcher_args=("--forwarders", "2"),
+                  env=PY, timeout=100)
+    assert job.returncode == 0, job.output
+    assert re.search(r"SOAK OK: \d+ rounds, [1-9]\d* messages", job.stdout), job.output
+
+
+@pytest.mark.timeout(120)
+def test_fuzz_on_the_python_relay(bridged):
+    job = bridged("commfuzz.py", "31", "5", low=1, high=3, env=PY, timeout=100)
+    assert job.returncode == 0, job.output[-4000:]
+    assert job.stdout.count("fuzz ok") == 4, job.output[-3000:]
