@@ -1,6 +1,7 @@
 """The compiled parts, built where a C compiler is present; mmpi works without them.
 
-`forwarder._crelay` (the forwarder's relay loop in C) is compiled against the MPI headers and
+`_mmpi_crelay` (the forwarder's relay loop in C, forwarder/_crelay.c; a top-level module, so
+that a source checkout's `forwarder` package on the path does not hide it) is compiled against the MPI headers and
 library of the `mpich` wheel, the MPI that mpi4py loads here (MPICH's ABI, libmpi.so.12). If
 they or a compiler are missing, or the build fails, the install goes on without it and the
 forwarder uses its Python relay, saying so in its start-up line.
@@ -44,11 +45,11 @@ def _extensions() -> list[Extension]:
         print("mmpi: no MPICH headers found; the forwarder will use its Python relay")
         return []
     return [Extension(
-        "forwarder._crelay", ["forwarder/_crelay.c"],
+        "_mmpi_crelay", ["forwarder/_crelay.c"],
         include_dirs=[str(prefix / "include")], library_dirs=[str(prefix / "lib")],
         libraries=["mpi"], extra_compile_args=["-O2", "-std=c99"],
-        # site-packages/forwarder -> <prefix>/lib, for an import before mpi4py's
-        extra_link_args=["-Wl,-rpath,$ORIGIN/../../.."],
+        # site-packages -> <prefix>/lib, for an import before mpi4py's
+        extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
         optional=True,
     )]
 

@@ -1,4 +1,5 @@
-"""The compiled relay (`_crelay.c`) behind the interface of `_relay.Relay`, and its threads.
+"""The compiled relay (`_crelay.c`, installed as `_mmpi_crelay`) behind the interface of
+`_relay.Relay`, and its threads.
 
 The C loop moves envelopes, eager payloads and chunk pipelines with the GIL released, so both
 directions and the heartbeat really run at once. What it hands back is the control protocol,
@@ -22,13 +23,13 @@ from mmpi.wire.backoff import MAX_SLEEP, YIELD
 from ._relay import Link
 
 _crelay = None
-if importlib.util.find_spec("forwarder._crelay") is None:
+if importlib.util.find_spec("_mmpi_crelay") is None:
     WHY_NOT = "not built (no C compiler or MPICH headers when mmpi was installed)"
 elif not MPI.Get_library_version().startswith("MPICH"):
     WHY_NOT = "built for MPICH, but mpi4py uses another MPI"
 else:
     try:
-        from . import _crelay
+        import _mmpi_crelay as _crelay
     except ImportError as exc:
         WHY_NOT = f"does not load: {exc}"
     else:

@@ -10,7 +10,9 @@
  * protocol; errors in an envelope come back as a message for ProtocolError.
  *
  * Built against MPICH's ABI (libmpi.so.12), the library mpi4py loads with the mpich wheel:
- * the communicators are mpi4py's, passed as their integer handles.
+ * the communicators are mpi4py's, passed as their integer handles. Installed as the top-level
+ * module `_mmpi_crelay`, so that a source checkout's `forwarder` package (a job started from
+ * the checkout finds that one first) still finds the installed extension.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -576,7 +578,7 @@ static PyGetSetDef Relay_getset[] = {
     {NULL}};
 
 static PyTypeObject RelayType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "forwarder._crelay.Relay",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_mmpi_crelay.Relay",
     .tp_basicsize = sizeof(Relay),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "One relay direction's state (see forwarder/_compiled.py).",
@@ -593,16 +595,16 @@ static PyMethodDef module_methods[] = {
      "for Python, -1 once all finished, -2 after `seconds`."},
     {NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_crelay",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crelay",
                                     "The forwarder's compiled relay loop.", -1, module_methods};
 
-PyMODINIT_FUNC PyInit__crelay(void) {
+PyMODINIT_FUNC PyInit__mmpi_crelay(void) {
     if (PyType_Ready(&RelayType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RelayType);
     PyModule_AddObject(m, "Relay", (PyObject *)&RelayType);
-    PyObject *err = PyErr_NewException("forwarder._crelay.RelayError", NULL, NULL);
+    PyObject *err = PyErr_NewException("_mmpi_crelay.RelayError", NULL, NULL);
     PyModule_AddObject(m, "RelayError", err);
     PyModule_AddIntConstant(m, "MPI_VERSION_BUILT", MPI_VERSION);
     return m;

@@ -73,7 +73,7 @@ def _stop(p: subprocess.Popen, tmp: Path | None) -> None:
 # Both relays of the forwarder run the relay tests: the compiled one where the install built it
 # (a skip that says why elsewhere), and the Python one, the reference and the fallback.
 # (find_spec, not an import: importing it would initialize MPI in the test runner.)
-_COMPILED = importlib.util.find_spec("forwarder._crelay") is not None
+_COMPILED = importlib.util.find_spec("_mmpi_crelay") is not None
 RELAYS = [pytest.param("compiled", marks=pytest.mark.skipif(
     not _COMPILED, reason="the compiled relay was not built (no C compiler at install)")),
     "python"]
