@@ -122,5 +122,5 @@ def test_pairs_floor_streams_through_the_relay(compiled, tmp_path):
     # and a partial one; each high rank checks what its low rank sent.
     exe = compiled("pairs")
     outs = _relayed(exe, tmp_path, 2, ["2", "1", str((2 << 20) + 5)])
-    assert re.search(r"^C relayed 2 pair\(s\) of 2097157 B streams: \d+ MB/s$", outs[1],
-                     re.M), outs
+    assert re.search(r"^C relayed 2 pair\(s\) of 2097157 B streams: \d+ MB/s, \d+ msg/s$",
+                     outs[1], re.M), outs
