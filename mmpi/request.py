@@ -11,7 +11,6 @@ wait polls the engine with back-off (see `_engine` Rule 1).
 from __future__ import annotations
 
 import pickle
-from collections import deque
 from collections.abc import Sequence
 
 from ._native import MPI
@@ -348,17 +347,15 @@ def _active(r) -> bool:
 def _all_done(reqs: list):
     """A test for a wait: True once every request has completed.
 
-    Each request is tested until it has completed, in order, and not again: a window of 64
-    sends tested whole on every poll cost more than the sends themselves.
+    Every request not yet complete is tested on each poll (testing a large receive returns its
+    sender's credit and frees its buffers: testing only the first pending one halved the 4 MiB
+    bandwidth), and a complete one is not tested again.
     """
-    pending = deque(reqs)
+    pending = list(reqs)
 
     def ready() -> bool:
-        while pending:
-            if not _done(pending[0]):
-                return False
-            pending.popleft()
-        return True
+        pending[:] = [r for r in pending if not _done(r)]
+        return not pending
 
     return ready
 
