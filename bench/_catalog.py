@@ -20,11 +20,14 @@ COLL_SIZES = tuple(1 << i for i in range(21))
 PATTERN_SIZES = tuple(1 << i for i in range(0, 21, 2))
 PAIR_SIZES = (KiB, 64 * KiB, MiB, 4 * MiB)
 RATE_SIZES = (8, 64, 512, 4 * KiB)  # osu_mbw_mr's small messages
+OVERLAP_SIZES = (KiB, 64 * KiB, MiB)  # a small, a mid-size and a large non-blocking call
+# The non-blocking calls whose overlap with computation is measured (osu_i* style).
+OVERLAP_CALLS = ("ibcast", "ireduce", "iallreduce", "ialltoall", "igather", "isendrecv")
 
 
 def higher_is_better(unit: str) -> bool:
     """Whether a figure in `unit` is a rate (bandwidth, messages per second)."""
-    return unit in ("MB/s", "msg/s")
+    return unit in ("MB/s", "msg/s", "%")
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,8 @@ class Bench:
     """One benchmark as the driver and the report see it."""
 
     name: str
-    group: str  # "p2p": 2 ranks (bridged 1+1); "world": low+high ranks; "pairs": N+N ranks
-    unit: str  # "us" (time, lower is better), "MB/s" or "msg/s" (rates, higher is better)
+    group: str  # "p2p": 2 ranks (bridged 1+1); "world", "overlap": low+high ranks; "pairs": N+N
+    unit: str  # "us" (time, lower is better), "MB/s", "msg/s" or "%" (higher is better)
     sizes: tuple[int, ...]  # default message sizes in bytes; () for a size-less benchmark
     title: str
     min_size: int = 1  # smaller requested sizes are skipped (reductions work on float32)
@@ -50,6 +53,9 @@ class Bench:
         chosen = self.sizes if requested is None else requested
         return tuple(s for s in chosen if s >= self.min_size)
 
+
+_OVERLAP = (": overlap with computation between start and wait, % (osu_i*: 100 - 100 x "
+            "(overall - compute) / pure, at least 0)")
 
 BENCHES: dict[str, Bench] = {
     b.name: b
@@ -81,7 +87,15 @@ BENCHES: dict[str, Bench] = {
         Bench("rate", "pairs", "msg/s", RATE_SIZES,
               "message rate of concurrent cross-cluster pairs (low i -> high i), windows of 64 "
               "sends then an ack (osu_mbw_mr), all pairs together"),
+        *(Bench(name, "overlap", "%", OVERLAP_SIZES, title + _OVERLAP, min_size=4)
+          for name, title in (
+              ("ibcast", "Ibcast from rank 0"),
+              ("ireduce", "Ireduce (float32 SUM) to rank 0"),
+              ("iallreduce", "Iallreduce (float32 SUM)"),
+              ("ialltoall", "Ialltoall, size per rank pair"),
+              ("igather", "Igather to rank 0, size per rank"),
+              ("isendrecv", "Isend from vrank 0 / Irecv on the last vrank"))),
     )
 }
 
-GROUPS = ("p2p", "world", "pairs")
+GROUPS = ("p2p", "world", "pairs", "overlap")

@@ -42,6 +42,8 @@ DEFAULT_TIMEOUT = 1200.0
 DEFAULT_PAIRS = 4
 _STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL for a job that overran
 _ENV_DROP = ("MMPI_RENDEZVOUS", "MMPI_CLUSTER")  # a worker must not think it was bridged
+# MPICH's asynchronous progress: a thread per rank (needs MPI_THREAD_MULTIPLE, mpi4py's default)
+ASYNC_ENV = (("MPIR_CVAR_ASYNC_PROGRESS", "1"),)
 
 
 class BenchError(Exception):
@@ -64,6 +66,7 @@ class Run:
     group: str  # "p2p" or "world"
     argv: tuple[str, ...]
     specs: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()  # set for this job on top of ours
 
 
 @dataclass
@@ -128,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="repetitions per point; the median is reported (default 5)")
     p.add_argument("--max-iters", type=_positive_int, default=10000, metavar="N",
                    help="most iterations in one repetition (default 10000)")
+    p.add_argument("--compute", choices=("sleep", "busy"), default="sleep",
+                   help="the computation of the overlap benchmarks (ibcast ... isendrecv): "
+                        "sleep, or numpy arithmetic that keeps a core busy (default sleep)")
     p.add_argument("--json", metavar="FILE", help="write every figure and the environment")
     p.add_argument("--plot", metavar="DIR", help="write PNG charts (needs matplotlib)")
     p.add_argument("--from-json", metavar="FILE",
@@ -232,7 +238,8 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind)
     if args.dry_run:
         for run in runs:
-            print(f"# {run.mode} {run.group}\n{' '.join(run.argv)}")
+            print(f"# {run.mode} {run.group}\n"
+                  f"{' '.join([*(f'{k}={v}' for k, v in run.env), *run.argv])}")
         return 0
     load, started = _loadavg(), report.now()
     outcomes = [_run_reporting_failure(run, args) for run in runs]
@@ -335,7 +342,8 @@ def plan_specs(names: Sequence[str], sizes: tuple[int, ...] | None) -> dict[str,
 def worker_args(args: argparse.Namespace) -> tuple[str, ...]:
     """Return the measuring options every worker gets."""
     return ("--target-ms", f"{args.target_ms:g}", "--reps", str(args.reps),
-            "--iters-scale", f"{args.iters_scale:g}", "--max-iters", str(args.max_iters))
+            "--iters-scale", f"{args.iters_scale:g}", "--max-iters", str(args.max_iters),
+            "--compute", getattr(args, "compute", "sleep"))
 
 
 def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str], *,
@@ -353,7 +361,8 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     one core (docs/performance.md, "Placement").
     """
     runs = []
-    shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs)}
+    shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs),
+              "overlap": (low, high)}
     bound_run = tuple(mmpi_run)
     if bind_cpus:
         last = [str(bind_cpus[-1 - k % len(bind_cpus)]) for k in range(forwarders)]
@@ -371,6 +380,9 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
         if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
             runs.append(Run("across", group,
                             (python, "-m", "bench.across", mpiexec, *worker), mine))
+        if group == "overlap":  # and with MPICH's own progress thread
+            runs.append(Run("async", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
+                            mine, ASYNC_ENV))
         runs.append(Run("bridged", group,
                         (*(bound_run if bind else mmpi_run), "--low", str(a), "--high", str(b),
                          *worker), mine))
@@ -392,6 +404,9 @@ def describe_layouts(low: int, high: int, forwarders: int = 1,
                  f"high ranks and {fwds}{bound}",
         "pairs": f"native: {2 * pairs} ranks of one mpiexec job; bridged: {pairs} low + "
                  f"{pairs} high ranks and {fwds}; pair i is low rank i -> high rank i",
+        "overlap": f"native: {low + high} ranks of one mpiexec job, without and with MPICH's "
+                   f"asynchronous progress (MPIR_CVAR_ASYNC_PROGRESS=1); bridged: {low} low + "
+                   f"{high} high ranks and {fwds}{bound}",
     }
 
 
@@ -434,6 +449,7 @@ def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] |
     outcome = Outcome(run, load_before=_loadavg())
     shm_before = hygiene.shm_files()
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
+    env.update(run.env)
     t0 = time.monotonic()
     proc = subprocess.Popen(run.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", env=env,

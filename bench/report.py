@@ -13,6 +13,8 @@ and, for point-to-point benchmarks, ``"across"`` (plain MPI between two jobs, th
 forwarded message takes twice) with ``"ratio_across"`` = bridged / across.
 
 plus ``"pairs": k`` for the pairs benchmark and ``"clients": n`` for the 1:n / n:1 patterns.
+The overlap benchmarks (unit ``%``) add ``"async"`` (native, MPICH's asynchronous progress on),
+and each side carries ``pure_us``, ``compute_us`` and ``overall_us`` beside the overlap.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from ._catalog import BENCHES, higher_is_better
 
-MODES = ("native", "across", "bridged")
+MODES = ("native", "async", "across", "bridged")
 PLOT_INSTALL_HINT = 'pip install "mmpi[plot]"  (or: pip install matplotlib)'
 _POINT_KEYS = ("bench", "size", "pairs")  # what identifies a row
 _SKIP = {"type", "bench", "size", "pairs", "clients", "unit"}
@@ -110,6 +112,8 @@ def _group(name: str) -> str:
 def _table(name: str, rows: list[dict], layout: str) -> str:
     bench = BENCHES.get(name)
     unit = rows[0]["unit"]
+    if unit == "%":
+        return _overlap_table(name, rows, layout)
     better = "higher" if higher_is_better(unit) else "lower"
     lines = [f"# mmpi-bench {name}: {bench.title if bench else name}"]
     if layout:
@@ -137,6 +141,28 @@ def _table(name: str, rows: list[dict], layout: str) -> str:
             base = one_pair.get(r["size"])
             for mode in ("native", "bridged"):
                 cells.append(f"{_num(_div(_value(r, mode), base and _value(base, mode))):>15}")
+        lines.append("".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _overlap_table(name: str, rows: list[dict], layout: str) -> str:
+    """Overlap per mode, each with the call's time alone (pure) beside it."""
+    bench = BENCHES.get(name)
+    modes = [m for m in ("native", "async", "bridged") if any(r.get(m) for r in rows)]
+    titles = {"native": "Native", "async": "Native async", "bridged": "Bridged"}
+    lines = [f"# mmpi-bench {name}: {bench.title if bench else name}"]
+    if layout:
+        lines.append(f"# {layout}")
+    lines.append("# overlap in % (higher is better), pure = the call alone, in us")
+    head = [f"{'# Size':<12}"]
+    for m in modes:
+        head += [f"{titles[m] + ' %':>16}", f"{'pure us':>12}"]
+    lines.append("".join(head).rstrip())
+    for r in rows:
+        cells = [f"{r['size']:<12}"]
+        for m in modes:
+            side = r.get(m) or {}
+            cells += [f"{_num(side.get('value')):>16}", f"{_num(side.get('pure_us')):>12}"]
         lines.append("".join(cells).rstrip())
     return "\n".join(lines) + "\n"
 

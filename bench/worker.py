@@ -34,7 +34,7 @@ import numpy as np
 from mmpi import MPI
 
 from . import across
-from ._catalog import MARKER
+from ._catalog import MARKER, OVERLAP_CALLS
 
 WINDOW = 64  # messages in flight per bandwidth iteration, as osu_bw
 T_DATA, T_ACK, T_DONE, T_GO = 100, 102, 103, 104
@@ -50,6 +50,7 @@ class Options:
     reps: int = 5
     iters_scale: float = 1.0
     max_iters: int = 10000
+    compute: str = "sleep"  # the overlap benchmarks' computation: "sleep" or "busy" (numpy)
 
 
 @dataclass
@@ -70,10 +71,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     comm = across.join(MPI) if os.environ.get(across.ENV) else MPI.COMM_WORLD
     try:
         opts = Options(args.low if args.low is not None else comm.Get_size() // 2,
-                       args.target_ms, args.reps, args.iters_scale, args.max_iters)
+                       args.target_ms, args.reps, args.iters_scale, args.max_iters,
+                       args.compute)
         specs = [_parse_spec(s) for s in args.specs]
         _emit(comm, {"type": "env", **_environment(comm, opts)})
         for name, sizes in specs:
+            if name in OVERLAP_CALLS:
+                for size in sizes:
+                    _emit(comm, {"type": "result", "bench": name, "size": size,
+                                 **overlap(comm, name, size, opts)})
+                continue
             for kernel in _points(comm, name, sizes, opts):
                 _emit(comm, {"type": "result", "bench": name, **kernel.fields,
                              **_measure(comm, kernel, opts)})
@@ -96,12 +103,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--iters-scale", type=float, default=1.0)
     p.add_argument("--max-iters", type=int, default=10000)
+    p.add_argument("--compute", choices=("sleep", "busy"), default="sleep")
     return p
 
 
 def _parse_spec(spec: str) -> tuple[str, list[int]]:
     name, _, sizes = spec.partition("=")
-    if name not in BENCHMARKS:
+    if name not in BENCHMARKS and name not in OVERLAP_CALLS:
         raise SystemExit(f"worker: unknown benchmark {name!r}")
     return name, [int(s) for s in sizes.split(",") if s]
 
@@ -126,6 +134,9 @@ def _environment(comm, opts: Options) -> dict:
         "reps": opts.reps,
         "iters_scale": opts.iters_scale,
         "max_iters": opts.max_iters,
+        "compute": opts.compute,
+        "async_progress": os.environ.get("MPIR_CVAR_ASYNC_PROGRESS", "0"),
+        "progress": os.environ.get("MMPI_PROGRESS", "off"),
     }
 
 
@@ -436,6 +447,95 @@ def rate(comm, size: int, opts: Options, k: int) -> Kernel:
     kernel.value = lambda t: k * WINDOW / t
     kernel.unit = "msg/s"
     return kernel
+
+
+# -- overlap of non-blocking calls with computation (osu_iallreduce and friends) ---------------
+def _starter(comm, name: str, size: int) -> tuple[Callable[[], object] | None, frozenset | None]:
+    """A function that starts one `name` call of `size` bytes and returns its request (None
+    on a rank that takes no part), and the ranks that take part (None: all)."""
+    rank, n = comm.Get_rank(), comm.Get_size()
+    if name == "isendrecv":
+        a, b = _pair(comm)
+        buf = np.ones(size, np.uint8)
+        start = {a: lambda: comm.Isend(buf, b, T_DATA),
+                 b: lambda: comm.Irecv(buf, a, T_DATA)}.get(rank)
+        return start, frozenset({a, b})
+    if name == "ibcast":
+        buf = np.ones(size, np.uint8)
+        return (lambda: comm.Ibcast(buf, root=0)), None
+    if name in ("ireduce", "iallreduce"):
+        sbuf = np.ones(_floats(size), np.float32)
+        rbuf = np.empty_like(sbuf)
+        if name == "iallreduce":
+            return (lambda: comm.Iallreduce(sbuf, rbuf, op=MPI.SUM)), None
+        return (lambda: comm.Ireduce(sbuf, rbuf if rank == 0 else None, op=MPI.SUM,
+                                     root=0)), None
+    if name == "ialltoall":
+        sbuf, rbuf = np.ones(size * n, np.uint8), np.empty(size * n, np.uint8)
+        return (lambda: comm.Ialltoall(sbuf, rbuf)), None
+    sbuf = np.ones(size, np.uint8)  # igather
+    rbuf = np.empty(size * n, np.uint8) if rank == 0 else None
+    return (lambda: comm.Igather(sbuf, rbuf, root=0)), None
+
+
+def _computation(kind: str) -> Callable[[float], None]:
+    """Computation lasting about `seconds`: a sleep, or numpy arithmetic that keeps a core
+    busy (numpy leaves the interpreter's lock free while it works, as compiled code would)."""
+    if kind == "sleep":
+        return lambda seconds: time.sleep(seconds) if seconds > 0 else None
+    work = np.ones(16384)
+
+    def busy(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            np.multiply(work, 1.0000001, out=work)
+    return busy
+
+
+def _overlap_pct(overall: float, compute: float, pure: float) -> float:
+    # OSU's formula, kept within 0-100: noise can take it a little beyond either end
+    return min(100.0, max(0.0, 100.0 - 100.0 * (overall - compute) / pure))
+
+
+def overlap(comm, name: str, size: int, opts: Options) -> dict:
+    """Overlap of one non-blocking call with computation, as OSU measures it: the call alone
+    (pure), computation as long as that alone (compute), then start, compute, wait
+    (overall); overlap = max(0, 100 - 100 x (overall - compute) / pure)."""
+    start, active = _starter(comm, name, size)
+    compute = _computation(opts.compute)
+    spent = [0.0]  # this rank's computation in the last batch
+
+    def pure(n: int) -> float:
+        t0 = MPI.Wtime()
+        if start is not None:
+            for _ in range(n):
+                start().Wait()
+        return MPI.Wtime() - t0
+
+    alone = _measure(comm, Kernel({}, pure, _usec, "us", active), opts)
+    t_pure = alone["value"] * 1e-6  # max over ranks: what every rank computes for
+
+    def overall(n: int) -> float:
+        spent[0] = 0.0
+        t0 = MPI.Wtime()
+        if start is not None:
+            for _ in range(n):
+                req = start()
+                c0 = MPI.Wtime()
+                compute(t_pure)
+                spent[0] += MPI.Wtime() - c0
+                req.Wait()
+        return MPI.Wtime() - t0
+
+    both = _measure(comm, Kernel({}, overall, _usec, "us", active), opts)
+    t_compute = _max(comm, spent[0] / both["iters"])
+    t_overall = both["value"] * 1e-6
+    value = _overlap_pct(t_overall, t_compute, t_pure)
+    return {"unit": "%", "value": value, "pure_us": alone["value"],
+            "overall_us": both["value"], "compute_us": _usec(t_compute),
+            "iters": both["iters"], "samples": [
+                _overlap_pct(t * 1e-6, t_compute, t_pure)
+                for t in both["samples"]]}
 
 
 def _points(comm, name: str, sizes: list[int], opts: Options) -> Iterator[Kernel]:

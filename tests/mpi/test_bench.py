@@ -87,3 +87,25 @@ def test_bind_runs_both_ways_bound(tmp_path):
     assert row["native"]["value"] > 0 and row["bridged"]["value"] > 0, row
     assert "(bound: native ranks to cores in turn;" in p.stdout
     assert "--bind" in doc["environment"]["command"]
+
+
+@pytest.mark.timeout(150)
+def test_overlap_native_async_and_bridged(tmp_path):
+    """The overlap benchmarks run in all three modes and give percentages with their times."""
+    out = tmp_path / "out.json"
+    p = run_bench("iallreduce", "isendrecv", "--sizes", "64K", "--iters-scale", "0.02",
+                  "--reps", "3", "--json", str(out), timeout=130)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    got = {r["bench"]: r for r in doc["results"]}
+    assert set(got) == {"iallreduce", "isendrecv"}
+    for r in got.values():
+        assert r["unit"] == "%"
+        for mode in ("native", "async", "bridged"):
+            side = r[mode]
+            assert 0.0 <= side["value"] <= 100.0, r
+            assert side["pure_us"] > 0 and side["overall_us"] > 0 and side["compute_us"] > 0, r
+    runs = {x["mode"]: x for x in doc["runs"]}
+    assert runs["async"]["worker"]["async_progress"] == "1"
+    assert runs["native"]["worker"]["async_progress"] == "0"
+    assert "Native async %" in p.stdout

@@ -217,3 +217,14 @@ def test_run_job_stops_a_job_that_overruns():
                                          "time.sleep(60)"), 0.5)
     assert out.status == "timeout" and time.monotonic() - t0 < 15
     assert out.tail[0] == "started\n" and "timeout" in out.tail[-1]
+
+
+def test_plan_runs_overlap_adds_native_with_mpich_async_progress():
+    specs = cli.plan_specs(["iallreduce", "isendrecv"], (8, 1 << 20))
+    assert specs == {"iallreduce": "iallreduce=8,1048576", "isendrecv": "isendrecv=8,1048576"}
+    runs = cli.plan_runs(specs, 2, 2, (), mmpi_run=RUN, mpiexec="/bin/mpiexec", python=PY)
+    assert [(r.mode, r.group) for r in runs] == [
+        ("native", "overlap"), ("async", "overlap"), ("bridged", "overlap")]
+    assert runs[1].env == (("MPIR_CVAR_ASYNC_PROGRESS", "1"),) and runs[0].env == ()
+    assert runs[1].argv == runs[0].argv
+    assert runs[2].argv[:5] == (*RUN, "--low", "2", "--high", "2")[:5]

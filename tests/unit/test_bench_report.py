@@ -162,3 +162,15 @@ def test_across_jobs_baseline_gets_its_own_column_and_ratio():
                                                  "0.25", "0.50"]
     latency_table = text[text.index("# mmpi-bench latency:"):].split("\n\n")[0]
     assert "Across" not in latency_table
+
+
+def test_overlap_table_shows_each_mode_with_its_pure_time():
+    side = {"native": {"value": 10.0, "pure_us": 700.0}, "async": {"value": 95.5, "pure_us": 4e4},
+            "bridged": {"value": 12.25, "pure_us": 3000.0}}
+    rows = report.merge({m: [{"type": "result", "bench": "iallreduce", "size": 1 << 20,
+                              "unit": "%", **v}] for m, v in side.items()})
+    assert rows[0]["async"]["value"] == 95.5
+    text = report.format_tables(rows)
+    line = text.splitlines()[-1].split()
+    assert line == ["1048576", "10.00", "700.00", "95.50", "40000.00", "12.25", "3000.00"]
+    assert "Native async %" in text
