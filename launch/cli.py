@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] "
         "[--placement block|paired] [--forwarder-cpus LIST] [--no-mpi4py-hook] "
-        "[--rank-map MAP] [--monitor DIR] [--verbose] [--log FILE] [--dry-run] [--] command ...",
+        "[--rank-map MAP] [--monitor DIR] [--progress MODE] [--verbose] [--log FILE] [--dry-run] [--] command ...",
         description="Run one MPI program across two clusters whose networks are joined only by\n"
         "forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec job\n"
         "per cluster, and stops them all when one fails.",
@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
         help="count every rank's traffic per peer; each rank writes DIR/rank-<vrank>.json, "
         "and after a successful run mmpi-run merges them into DIR/matrix.npz and prints a "
         "summary (read it with mmpi-monitor and mmpi-place)",
+    )
+    parser.add_argument(
+        "--progress", choices=("off", "leaders", "all", "auto"),
+        help="a thread per rank advances non-blocking calls while the program computes: on "
+        "the cluster leaders (leaders), every rank (all), or as docs/progress.md's model "
+        "chooses for the hosts (auto); default: the job file's, else off",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true",
@@ -133,10 +139,13 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
         config, low=args.low, high=args.high, forwarders=args.forwarders,
         placement=args.placement, forwarder_cpus=args.forwarder_cpus,
         mpi4py_hook=args.mpi4py_hook, rank_map=args.rank_map, monitor=args.monitor,
+        progress=args.progress,
     )
     if args.dry_run:
         sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER).describe())
         return 0
+    if args.verbose:  # the ranks say what they chose (the progress mode)
+        os.environ["MMPI_VERBOSE"] = "1"
     # Directories of earlier runs whose mmpi-run and watchdog were both killed.
     hygiene.sweep_stale()
     rendezvous = _rendezvous.make_dir()

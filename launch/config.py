@@ -40,6 +40,9 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     monitor: null                # a directory (relative to this file): every rank counts its
                                  # traffic and writes rank-<vrank>.json there; mmpi-run then
                                  # merges them into matrix.npz (like --monitor)
+    progress: off                # off | leaders | all | auto: a thread per rank (leaders: the
+                                 # cluster leaders only) advances non-blocking calls while the
+                                 # program computes; auto: docs/progress.md's model decides
 
 A host entry is a name (``node1``), a name with slots (``node1:4``) or a mapping
 ``{name: node2, slots: 4, sockets: 2, cores_per_socket: 8}``. A host named more than once gets
@@ -179,6 +182,7 @@ class Config:
     owners: tuple[str, ...] | None = None  # a rank map: the cluster of each virtual rank
     rank_map: str | None = None  # where the rank map was given, for messages ("rank_map")
     monitor: str | None = None  # directory of the ranks' traffic counters (MMPI_MONITOR)
+    progress: str = "off"  # the ranks' progress threads (MMPI_PROGRESS)
 
     @property
     def clusters(self) -> tuple[Cluster, Cluster]:
@@ -247,7 +251,7 @@ def parse(
     if data is None:
         raise ConfigError(ROOT, "expected a mapping, got an empty document")
     keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts", "mpi4py_hook",
-            "rank_map", "monitor"}
+            "rank_map", "monitor", "progress"}
     top = _mapping(data, ROOT, keys, {"clusters"})
     clusters = _mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
     environ = os.environ if environ is None else environ
@@ -272,7 +276,20 @@ def parse(
         owners=owners,
         rank_map="rank_map" if owners is not None else None,
         monitor=_directory(top.get("monitor"), "monitor", base_dir),
+        progress=_progress(top.get("progress", "off"), "progress"),
     )
+
+
+PROGRESS_MODES = ("off", "leaders", "all", "auto")  # as mmpi._progress.MODES
+
+
+def _progress(value: object, path: str) -> str:
+    # YAML reads a bare `off` as False
+    if value is False:
+        value = "off"
+    if not isinstance(value, str) or value not in PROGRESS_MODES:
+        raise ConfigError(path, f"expected one of {list(PROGRESS_MODES)}, got {_show(value)}")
+    return value
 
 
 def with_overrides(
@@ -286,6 +303,7 @@ def with_overrides(
     mpi4py_hook: bool | None = None,
     rank_map: str | None = None,
     monitor: str | None = None,
+    progress: str | None = None,
 ) -> Config:
     """Apply command-line overrides, validated by the file's own checks.
 
@@ -316,6 +334,9 @@ def with_overrides(
     if forwarder_cpus is not None:
         cpus = _cpus(list(forwarder_cpus), "zipper[0].cpus", " (from --forwarder-cpus)")
         config = _single_zipper(config, "zipper[0].cpus (from --forwarder-cpus)", "cpus", cpus)
+    if progress is not None:
+        config = dataclasses.replace(
+            config, progress=_progress(progress, "progress (from --progress)"))
     if monitor is not None:
         directory = _directory(monitor, "monitor (from --monitor)", Path.cwd())
         config = dataclasses.replace(config, monitor=directory)

@@ -185,6 +185,19 @@ class Plan:
         return "\n".join(parts) + "\n"
 
 
+def _busiest_host(config: Config, layouts) -> tuple[int, int]:
+    """Ranks, and ranks and forwarders, on the host that runs the most processes."""
+    ranks: dict[str, int] = {}
+    for layout in layouts:
+        for place in layout.places:
+            ranks[place.host] = ranks.get(place.host, 0) + 1
+    procs = dict(ranks)
+    for zipper in config.zipper:
+        procs[zipper.host] = procs.get(zipper.host, 0) + zipper.forwarders
+    host = max(procs, key=procs.__getitem__)
+    return ranks.get(host, 0), procs[host]
+
+
 def make_plan(
     config: Config,
     command: Sequence[str],
@@ -228,6 +241,7 @@ def make_plan(
             index += 1
 
     user_path = (os.environ if environ is None else environ).get(PYTHONPATH, "")
+    host_ranks, host_procs = _busiest_host(config, layouts)
     for cluster, layout in zip(config.clusters, layouts, strict=True):
         env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)), **transport}
         if cluster.interface:
@@ -246,6 +260,9 @@ def make_plan(
         )
         if config.monitor is not None:
             env[rv.ENV_MONITOR] = config.monitor
+        if config.progress != "off":  # the ranks' model needs the busiest host's load
+            env.update(MMPI_PROGRESS=config.progress, MMPI_HOST_RANKS=str(host_ranks),
+                       MMPI_HOST_PROCS=str(host_procs))
         argv = [
             *cluster.wrapper, *launcher, "-n", str(cluster.ranks), *layout.hydra_args,
             "-prepend-pattern", PREPEND_PATTERN, *command,

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import _progress
 from .errors import BridgeError
 from .wire import protocol as P
 from .wire import rendezvous as R
@@ -108,7 +109,23 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     _group.bind(engine.layout.vranks(engine.cluster))
     global _world
     _world = Comm(core, "MPI_COMM_WORLD")
+    _start_progress(engine, local)
     return _world
+
+
+def _start_progress(engine, local) -> None:
+    """MMPI_PROGRESS: start this rank's progress thread where the mode (or its model) says."""
+    asked = _progress.mode_from_env()
+    if asked == "off":
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    ranks = engine.layout.size
+    procs = env_int("MMPI_HOST_PROCS", ranks + engine.nfwd)
+    mode, why = _progress.choose(asked, cores=cores or 1, procs=procs,
+                                 ranks=env_int("MMPI_HOST_RANKS", ranks))
+    ran = _progress.start(engine, mode, leader=engine.local_rank == 0)
+    if engine.vrank == 0 and os.environ.get("MMPI_VERBOSE"):
+        print(f"mmpi: progress {ran} ({why})", file=sys.stderr, flush=True)
 
 
 def _connect(world, path: Path, cluster: str, index: int, timeout: float):
@@ -171,6 +188,7 @@ def _wait_control(ctrl, tag: int, timeout: float, cluster: str,
 def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
+        _progress.stop()
         _save_monitor()
         _engine.finalize()
         _leave_watch()

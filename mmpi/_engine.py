@@ -166,6 +166,18 @@ class Engine:
             self._check_gone()
         return did
 
+    def in_flight(self) -> bool:
+        """Whether anything waits for progress: a non-blocking collective, a send not known
+        to be complete, a posted receive (asked by the progress thread, without the lock)."""
+        if self.background:
+            return True
+        p = self.p2p
+        try:
+            return (any([not s.done for s in p.sends]) or bool(p.syncs)
+                    or any([ctx.queues.posted for ctx in self.context_list]))
+        except RuntimeError:  # changed under us by the program's thread: look again soon
+            return True
+
     def pull_links(self) -> bool:
         """Pull what the forwarders have sent (the bridged half of `progress`)."""
         did = False

@@ -14,6 +14,9 @@ _TestAll = MPI.Request.Testall
 ANY_SOURCE = MPI.ANY_SOURCE
 ANY_TAG = MPI.ANY_TAG
 PENDING = object()  # what a non-blocking look at a wait says while it is not over
+# Operations under way, for the progress thread to complete (a list while one runs, see
+# _progress; None otherwise, and then nothing is recorded).
+ACTIVE: list | None = None
 
 
 class Op:
@@ -49,6 +52,8 @@ class Op:
         self.natives = natives
         self.finish = finish
         self.more = more
+        if ACTIVE is not None:
+            ACTIVE.append(self)
 
     def fail(self, error: BaseException) -> None:
         """Complete with `error` (the first one counts)."""

@@ -49,3 +49,19 @@ def test_the_fuzz_holds_bridged(bridged, low, high, extra, seed):
     calls = sum(f[4] for f in found)
     messages = sum(f[6] for f in found)
     assert calls > 0 and messages > 0, job.output[-2000:]
+
+
+# With progress threads (MMPI_PROGRESS): the same fuzz, the threads advancing its
+# non-blocking collectives and messages between the program's calls.
+PROGRESS_CASES = [(2, 2, ("--progress", "all"), 200), (1, 3, ("--progress", "leaders"), 201),
+                  (2, 2, ("--forwarders", "2", "--progress", "all"), 202)]
+
+
+@pytest.mark.timeout(LIMIT)
+@pytest.mark.parametrize("low,high,extra,seed", PROGRESS_CASES,
+                         ids=lambda v: "-".join(v) if isinstance(v, tuple) else str(v))
+def test_the_fuzz_holds_with_progress_threads(bridged, low, high, extra, seed):
+    job = bridged("commfuzz.py", str(seed), str(SECONDS), low=low, high=high,
+                  launcher_args=extra, timeout=LIMIT - 10)
+    found = _checked(job, low + high)
+    assert sum(f[4] for f in found) > 0 and sum(f[6] for f in found) > 0, job.output[-2000:]

@@ -435,3 +435,17 @@ def test_slurm_errors(env, expected):
     with pytest.raises(ConfigError) as info:
         loads(SLURM_JOB, environ=env)
     assert expected in str(info.value)
+
+
+def test_progress_key_and_override():
+    assert parse(MINIMAL).progress == "off"
+    assert parse({**MINIMAL, "progress": "leaders"}).progress == "leaders"
+    assert parse({**MINIMAL, "progress": False}).progress == "off"  # YAML's bare `off`
+    assert loads("progress: off\nclusters: {low: {ranks: 1}, high: {ranks: 1}}").progress == "off"
+    with pytest.raises(ConfigError) as info:
+        parse({**MINIMAL, "progress": "sometimes"})
+    assert "progress" in str(info.value) and "'leaders'" in str(info.value)
+    assert with_overrides(parse(MINIMAL), progress="all").progress == "all"
+    with pytest.raises(ConfigError) as info:
+        with_overrides(parse(MINIMAL), progress="x")
+    assert "progress (from --progress)" in str(info.value)

@@ -524,3 +524,13 @@ def test_a_bug_in_mmpi_run_has_its_own_status(capsys, monkeypatch):
     monkeypatch.setattr("launch.cli._main", broken)
     assert main(["python", "prog.py"]) == 70
     assert "internal error (a bug in mmpi-run)" in capsys.readouterr().err
+
+
+def test_progress_reaches_the_ranks_with_the_busiest_hosts_load():
+    plan = plan_for(progress="auto")
+    for launch in plan.launches:
+        if launch.role == CLUSTER:
+            assert launch.env["MMPI_PROGRESS"] == "auto"
+            assert launch.env["MMPI_HOST_RANKS"] == "4"  # 2+2 and one forwarder, one host
+            assert launch.env["MMPI_HOST_PROCS"] == "5"
+    assert all("MMPI_PROGRESS" not in launch.env for launch in plan_for().launches)

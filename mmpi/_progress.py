@@ -1,0 +1,202 @@
+"""Asynchronous progress: a thread of the rank that advances bridged operations while the
+program computes (MMPI_PROGRESS=off|leaders|all|auto; docs/progress.md has the model).
+
+Without it, what a non-blocking call leaves to do (a collective's crossing and later steps,
+a large message's chunks) advances only when the program calls into mmpi, so it starts at
+Wait, after the computation the program meant to overlap with it.
+
+Rule 1: one thread at a time in the bridge. Every public call of a bridged object runs under
+        one re-entrant lock (`guard` wraps the classes once, when progress is on); the
+        thread takes it only when free, for one pass of `Engine.progress`, and naps between
+        passes. A program's call never waits for more than one such pass.
+Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
+        flight; while work is in flight its naps grow from MIN_NAP to MAX_NAP as long as
+        passes find nothing, and shrink back when one moves something.
+Rule 3: the thread needs MPI_THREAD_MULTIPLE (the program may call MPI on native objects
+        while the thread is in the bridge); under a lower level progress stays off, said once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+
+from . import _op
+from .errors import UsageError
+from .wire.knobs import env_float
+
+MODES = ("off", "leaders", "all", "auto")
+MIN_NAP = env_float("MMPI_PROGRESS_NAP_US", 50) * 1e-6
+MAX_NAP = env_float("MMPI_PROGRESS_MAX_NAP_US", 1000) * 1e-6
+_IDLE_CHECK = 0.02  # a sleeping thread looks for work this often even if nobody woke it
+
+LOCK = threading.RLock()
+_thread: _Progress | None = None
+
+
+def mode_from_env(environ=os.environ) -> str:
+    """The mode asked for (MMPI_PROGRESS), checked."""
+    mode = environ.get("MMPI_PROGRESS", "off").strip().lower() or "off"
+    if mode not in MODES:
+        raise UsageError(f"MMPI_PROGRESS={environ.get('MMPI_PROGRESS')!r}: expected one of "
+                         f"{', '.join(MODES)}")
+    return mode
+
+
+def choose(mode: str, *, cores: int, procs: int, ranks: int) -> tuple[str, str]:
+    """The mode to run (off, leaders or all) for the asked `mode`, and why (for auto).
+
+    `cores`: the CPUs this rank may use; `procs`: the job's processes on the busiest host
+    (ranks and forwarders); `ranks`: the job's ranks on it. The model is docs/progress.md's.
+    """
+    if mode != "auto":
+        return mode, f"MMPI_PROGRESS={mode}"
+    spare = cores - procs
+    if spare >= ranks:
+        return "all", f"auto: {spare} spare core(s) for {ranks} rank(s): a thread each"
+    if procs >= 2 * cores:
+        return "off", (f"auto: {procs} processes on {cores} core(s): every wake of a thread "
+                       "takes a core a rank needs")
+    return "leaders", (f"auto: {procs} processes on {cores} core(s): the leaders' threads "
+                       "carry the crossings")
+
+
+def start(engine, mode: str, leader: bool) -> str:
+    """Start this rank's progress thread if `mode` asks for one here; return the mode run."""
+    global _thread
+    if mode == "off" or (mode == "leaders" and not leader):
+        return mode
+    from ._native import MPI
+
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        if engine.local_rank == 0:
+            print(f"mmpi: MMPI_PROGRESS={mode} needs MPI_THREAD_MULTIPLE, which MPI did not "
+                  "give (mpi4py.rc.thread_level); progress stays off", file=sys.stderr,
+                  flush=True)
+        return "off"
+    guard_all()
+    _op.ACTIVE = []
+    _thread = _Progress(engine)
+    _thread.start()
+    return mode
+
+
+def stop() -> None:
+    """Stop the thread (before finalize), waiting for its pass to end."""
+    global _thread
+    t, _thread = _thread, None
+    if t is not None:
+        t.halt()
+
+
+def running() -> bool:
+    """Whether this rank has a progress thread."""
+    return _thread is not None
+
+
+def poke() -> None:
+    """Something may have been left in flight: wake the thread if it sleeps (cheap)."""
+    t = _thread
+    if t is not None and t.idle:
+        t.wake.set()
+
+
+class _Progress(threading.Thread):
+    """The progress thread of one rank (Rules 1 and 2)."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(name="mmpi-progress", daemon=True)
+        self.engine = engine
+        self.wake = threading.Event()
+        self.idle = False
+        self._halting = False
+        self.passes = 0  # passes made, and passes that moved something (for tests, docs)
+        self.moved = 0
+
+    def halt(self) -> None:
+        self._halting = True
+        self.wake.set()
+        if self is not threading.current_thread():
+            self.join()
+
+    def run(self) -> None:
+        engine, lock = self.engine, LOCK
+        nap = MIN_NAP
+        while not self._halting:
+            if not (_op.ACTIVE or engine.in_flight()):
+                self.idle = True
+                if not (_op.ACTIVE or engine.in_flight()):  # a poke may have come first
+                    self.wake.wait(_IDLE_CHECK)
+                    self.wake.clear()
+                self.idle = False
+                nap = MIN_NAP
+                continue
+            if lock.acquire(blocking=False):
+                try:
+                    if self._halting or engine.finalized or engine.broken is not None:
+                        return
+                    self.passes += 1
+                    moved = engine.progress()
+                    active = _op.ACTIVE
+                    if active:  # complete what has arrived: a Wait then finds it done
+                        _op.ACTIVE = [op for op in active if not op.poll()]
+                        moved = moved or len(_op.ACTIVE) < len(active)
+                except BaseException:  # noqa: BLE001 - the program meets it at its next call
+                    return
+                finally:
+                    lock.release()
+                if moved:
+                    self.moved += 1
+                    nap = MIN_NAP
+                else:
+                    nap = min(2 * nap, MAX_NAP)
+            else:  # the program is in a call: it progresses itself meanwhile
+                nap = MAX_NAP
+            time.sleep(nap)
+
+
+def _locked(fn):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        with LOCK:
+            result = fn(*args, **kwargs)
+        t = _thread
+        if t is not None and t.idle:
+            t.wake.set()
+        return result
+    call.__mmpi_locked__ = True
+    return call
+
+
+def guard(cls) -> None:
+    """Run every public method defined on `cls` and its mmpi bases under LOCK (Rule 1)."""
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("mmpi"):
+            continue
+        for name, attr in list(vars(klass).items()):
+            if name.startswith("_") and name not in ("__reduce__",):
+                continue
+            if isinstance(attr, staticmethod):
+                if not getattr(attr.__func__, "__mmpi_locked__", False):
+                    setattr(klass, name, staticmethod(_locked(attr.__func__)))
+            elif isinstance(attr, classmethod):
+                if not getattr(attr.__func__, "__mmpi_locked__", False):
+                    setattr(klass, name, classmethod(_locked(attr.__func__)))
+            elif callable(attr) and not isinstance(attr, type):
+                if not getattr(attr, "__mmpi_locked__", False):
+                    setattr(klass, name, _locked(attr))
+
+
+def guard_all() -> None:
+    """Guard every bridged class whose calls reach the engine."""
+    from . import _message, _prequest, comm, request, topology
+
+    classes = [comm.Comm, request.Request, request.BridgedRequest, _prequest.Prequest,
+               _message.Message]
+    classes += [v for v in vars(topology).values()
+                if isinstance(v, type) and issubclass(v, comm.Comm)]
+    for cls in classes:
+        guard(cls)
