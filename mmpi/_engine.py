@@ -167,14 +167,12 @@ class Engine:
         return did
 
     def in_flight(self) -> bool:
-        """Whether anything waits for progress: a non-blocking collective, a send not known
-        to be complete, a posted receive (asked by the progress thread, without the lock)."""
+        """Whether a non-blocking collective or a posted receive waits for progress (asked by
+        the progress thread without the lock: sends and matched receives it keeps itself)."""
         if self.background:
             return True
-        p = self.p2p
         try:
-            return (any([not s.done for s in p.sends]) or bool(p.syncs)
-                    or any([ctx.queues.posted for ctx in self.context_list]))
+            return any([ctx.queues.posted for ctx in self.context_list])
         except RuntimeError:  # changed under us by the program's thread: look again soon
             return True
 

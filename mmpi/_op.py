@@ -15,8 +15,9 @@ ANY_SOURCE = MPI.ANY_SOURCE
 ANY_TAG = MPI.ANY_TAG
 PENDING = object()  # what a non-blocking look at a wait says while it is not over
 # Operations under way, for the progress thread to complete (a list while one runs, see
-# _progress; None otherwise, and then nothing is recorded).
+# _progress; None otherwise, and nothing is recorded).
 ACTIVE: list | None = None
+NEW_WORK = False  # set when something is left for the progress thread (it wakes on it)
 
 
 class Op:
@@ -48,12 +49,14 @@ class Op:
     def start(self, natives: list, finish: Callable[[], None] | None = None,
               more: Callable[[], bool] | None = None) -> None:
         """The operation is matched and under way: complete once `natives` have (then `finish`)."""
-        self.matched = True
         self.natives = natives
         self.finish = finish
         self.more = more
+        self.matched = True
         if ACTIVE is not None:
+            global NEW_WORK
             ACTIVE.append(self)
+            NEW_WORK = True
 
     def fail(self, error: BaseException) -> None:
         """Complete with `error` (the first one counts)."""

@@ -27,6 +27,7 @@ from ._context import Context
 from ._flow import Flow
 from ._large import Reassembly, Spares
 from ._native import MPI
+from . import _op
 from ._op import Op
 from .errors import ProtocolError, TruncationError
 from .wire import protocol as P
@@ -247,8 +248,10 @@ class PointToPoint:
         m = ctx.queues.post(recv)
         if m is not None:
             self._deliver(recv, m)
-        elif source is not None and ctx.local_of[source] < 0:
-            op.remote = True  # only a forwarder can bring it (see Engine.wait_for)
+        else:
+            _op.NEW_WORK = True  # a progress thread, if any, has a receive to look after
+            if source is not None and ctx.local_of[source] < 0:
+                op.remote = True  # only a forwarder can bring it (see Engine.wait_for)
         return op
 
     def pull_local(self) -> bool:

@@ -7,11 +7,13 @@ Wait, after the computation the program meant to overlap with it.
 
 Rule 1: one thread at a time in the bridge. Every public call of a bridged object runs under
         one re-entrant lock (`guard` wraps the classes once, when progress is on); the
-        thread takes it only when free, for one pass of `Engine.progress`, and naps between
-        passes. A program's call never waits for more than one such pass.
+        thread takes it for one pass of `Engine.progress` (and completes the large transfers
+        that have arrived), naps between passes, and while the program is in a call waits
+        for the lock without polling. A program's call never waits for more than one pass.
 Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
-        flight; while work is in flight its naps grow from MIN_NAP to MAX_NAP as long as
-        passes find nothing, and shrink back when one moves something.
+        flight (a non-blocking collective, a large transfer, a posted receive); while work is
+        in flight its naps grow from MIN_NAP to MAX_NAP as long as passes find nothing, and
+        shrink back when one moves something.
 Rule 3: the thread needs MPI_THREAD_MULTIPLE (the program may call MPI on native objects
         while the thread is in the bridge); under a lower level progress stays off, said once.
 """
@@ -97,11 +99,12 @@ def running() -> bool:
     return _thread is not None
 
 
-def poke() -> None:
-    """Something may have been left in flight: wake the thread if it sleeps (cheap)."""
-    t = _thread
-    if t is not None and t.idle:
-        t.wake.set()
+def _wanted(engine) -> bool:
+    """Whether anything waits for progress."""
+    active = _op.ACTIVE
+    if active and any([not op.done for op in active]):
+        return True
+    return engine.in_flight()
 
 
 class _Progress(threading.Thread):
@@ -126,18 +129,23 @@ class _Progress(threading.Thread):
         engine, lock = self.engine, LOCK
         nap = MIN_NAP
         while not self._halting:
-            if not (_op.ACTIVE or engine.in_flight()):
+            if not _wanted(engine):
                 self.idle = True
-                if not (_op.ACTIVE or engine.in_flight()):  # a poke may have come first
+                if not _wanted(engine):  # a poke may have come before `idle` was set
                     self.wake.wait(_IDLE_CHECK)
                     self.wake.clear()
                 self.idle = False
                 nap = MIN_NAP
                 continue
-            if lock.acquire(blocking=False):
+            # While the program is in a call, wait here for its end, without a core: a
+            # blocking call progresses itself, and a thread polling the lock would take the
+            # core the program's call and the forwarder need.
+            if lock.acquire(timeout=_IDLE_CHECK):
                 try:
                     if self._halting or engine.finalized or engine.broken is not None:
                         return
+                    if not _wanted(engine):  # the call that held the lock did it all
+                        continue
                     self.passes += 1
                     moved = engine.progress()
                     active = _op.ACTIVE
@@ -153,9 +161,7 @@ class _Progress(threading.Thread):
                     nap = MIN_NAP
                 else:
                     nap = min(2 * nap, MAX_NAP)
-            else:  # the program is in a call: it progresses itself meanwhile
-                nap = MAX_NAP
-            time.sleep(nap)
+                time.sleep(nap)
 
 
 def _locked(fn):
@@ -163,9 +169,13 @@ def _locked(fn):
     def call(*args, **kwargs):
         with LOCK:
             result = fn(*args, **kwargs)
+            if len(_op.ACTIVE) > 64:  # completed by the program's own waits: forget them
+                _op.ACTIVE = [op for op in _op.ACTIVE if not op.done]
         t = _thread
-        if t is not None and t.idle:
-            t.wake.set()
+        if t is not None and t.idle and (t.engine.background or _op.NEW_WORK):
+            _op.NEW_WORK = False
+            if _wanted(t.engine):  # not if the call itself completed what it started
+                t.wake.set()
         return result
     call.__mmpi_locked__ = True
     return call
