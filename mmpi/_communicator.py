@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Generator
 
+from . import _op
 from ._collectives._run import blocking
 from ._context import Context
 from ._crossing import Coll
@@ -83,6 +84,7 @@ class Core:
         self.pending.append(pending)
         if len(self.pending) == 1:
             self.engine.background.append(self.advance)
+        _op.NEW_WORK = True  # for a progress thread (see _progress)
         self.advance()
 
     def advance(self) -> bool:

@@ -33,7 +33,7 @@ from .wire.knobs import env_float
 MODES = ("off", "leaders", "all", "auto")
 MIN_NAP = env_float("MMPI_PROGRESS_NAP_US", 50) * 1e-6
 MAX_NAP = env_float("MMPI_PROGRESS_MAX_NAP_US", 1000) * 1e-6
-_IDLE_CHECK = 0.02  # a sleeping thread looks for work this often even if nobody woke it
+_IDLE_CHECK = 0.1  # a sleeping thread looks for work this often even if nobody woke it
 
 LOCK = threading.RLock()
 _thread: _Progress | None = None
@@ -164,18 +164,33 @@ class _Progress(threading.Thread):
                 time.sleep(nap)
 
 
+_depth = 0  # bridged calls in progress (one inside another), under LOCK
+
+
 def _locked(fn):
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        global _depth
         with LOCK:
-            result = fn(*args, **kwargs)
-            if len(_op.ACTIVE) > 64:  # completed by the program's own waits: forget them
-                _op.ACTIVE = [op for op in _op.ACTIVE if not op.done]
-        t = _thread
-        if t is not None and t.idle and (t.engine.background or _op.NEW_WORK):
+            _depth += 1
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                _depth -= 1
+            if _depth or not _op.NEW_WORK:  # a call inside another, or nothing new
+                return result
             _op.NEW_WORK = False
-            if _wanted(t.engine):  # not if the call itself completed what it started
-                t.wake.set()
+            active = _op.ACTIVE
+            if len(active) > 256:  # completed by the program's own waits: forget them
+                _op.ACTIVE = active = [op for op in active if not op.done]
+            t = _thread
+            # wake the thread if this call left something in flight (the newest operation
+            # is the one it started, if any)
+            wake = t is not None and t.idle and (
+                bool(t.engine.background) or (bool(active) and not active[-1].done)
+                or t.engine.in_flight())
+        if wake:
+            t.wake.set()
         return result
     call.__mmpi_locked__ = True
     return call
