@@ -7,13 +7,13 @@ Wait, after the computation the program meant to overlap with it.
 
 Rule 1: one thread at a time in the bridge. Every public call of a bridged object runs under
         one re-entrant lock (`guard` wraps the classes once, when progress is on); the
-        thread takes it for one pass of `Engine.progress` (and completes the large transfers
-        that have arrived), naps between passes, and while the program is in a call waits
-        for the lock without polling. A program's call never waits for more than one pass.
+        thread takes it, when free, for one pass of `Engine.progress` (and completes what has
+        arrived) and naps between passes; while the program is in a call it sleeps. A
+        program's call never waits for more than one pass.
 Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
-        flight (a non-blocking collective, a large transfer, a posted receive); while work is
-        in flight its naps grow from MIN_NAP to MAX_NAP as long as passes find nothing, and
-        shrink back when one moves something.
+        flight (a non-blocking collective, an operation not complete, a posted receive);
+        while work is in flight its naps grow from MIN_NAP to MAX_NAP as long as passes find
+        nothing, and shrink back when one moves something.
 Rule 3: the thread needs MPI_THREAD_MULTIPLE (the program may call MPI on native objects
         while the thread is in the bridge); under a lower level progress stays off, said once.
 """
@@ -129,39 +129,41 @@ class _Progress(threading.Thread):
         engine, lock = self.engine, LOCK
         nap = MIN_NAP
         while not self._halting:
-            if not _wanted(engine):
-                self.idle = True
-                if not _wanted(engine):  # a poke may have come before `idle` was set
-                    self.wake.wait(_IDLE_CHECK)
-                    self.wake.clear()
+            # `idle` first: a call that ends from here on wakes the thread (no lost wake-up)
+            self.idle = True
+            if not _wanted(engine) or not lock.acquire(blocking=False):
+                # Nothing in flight, or the program is in a call, which progresses itself:
+                # sleep until a call leaves something in flight. Waiting for the lock
+                # instead would make every call's end hand the lock, and the interpreter,
+                # to this thread, a context switch each on a busy host.
+                self.wake.wait(_IDLE_CHECK)
+                self.wake.clear()
                 self.idle = False
                 nap = MIN_NAP
+                # A program that waits at once (no computation to overlap) is then in its
+                # Wait, and this thread does not take the lock, and the core, from it.
+                time.sleep(MIN_NAP)
                 continue
-            # While the program is in a call, wait here for its end, without a core: a
-            # blocking call progresses itself, and a thread polling the lock would take the
-            # core the program's call and the forwarder need.
-            if lock.acquire(timeout=_IDLE_CHECK):
-                try:
-                    if self._halting or engine.finalized or engine.broken is not None:
-                        return
-                    if not _wanted(engine):  # the call that held the lock did it all
-                        continue
-                    self.passes += 1
-                    moved = engine.progress()
-                    active = _op.ACTIVE
-                    if active:  # complete what has arrived: a Wait then finds it done
-                        _op.ACTIVE = [op for op in active if not op.poll()]
-                        moved = moved or len(_op.ACTIVE) < len(active)
-                except BaseException:  # noqa: BLE001 - the program meets it at its next call
+            self.idle = False
+            try:
+                if engine.finalized or engine.broken is not None:
                     return
-                finally:
-                    lock.release()
-                if moved:
-                    self.moved += 1
-                    nap = MIN_NAP
-                else:
-                    nap = min(2 * nap, MAX_NAP)
-                time.sleep(nap)
+                self.passes += 1
+                moved = engine.progress()
+                active = _op.ACTIVE
+                if active:  # complete what has arrived: a Wait then finds it done
+                    _op.ACTIVE = [op for op in active if not op.poll()]
+                    moved = moved or len(_op.ACTIVE) < len(active)
+            except BaseException:  # noqa: BLE001 - the program meets it at its next call
+                return
+            finally:
+                lock.release()
+            if moved:
+                self.moved += 1
+                nap = MIN_NAP
+            else:
+                nap = min(2 * nap, MAX_NAP)
+            time.sleep(nap)
 
 
 _depth = 0  # bridged calls in progress (one inside another), under LOCK
@@ -177,18 +179,19 @@ def _locked(fn):
                 result = fn(*args, **kwargs)
             finally:
                 _depth -= 1
-            if _depth or not _op.NEW_WORK:  # a call inside another, or nothing new
+            if _depth:  # a call inside another: the outer one decides
                 return result
-            _op.NEW_WORK = False
+            new, _op.NEW_WORK = _op.NEW_WORK, False
             active = _op.ACTIVE
             if len(active) > 256:  # completed by the program's own waits: forget them
                 _op.ACTIVE = active = [op for op in active if not op.done]
             t = _thread
-            # wake the thread if this call left something in flight (the newest operation
-            # is the one it started, if any)
+            # wake a sleeping thread if this call left something in flight: a collective
+            # queued, its newest operation, a receive it posted (older ones: the thread's
+            # own look every _IDLE_CHECK)
             wake = t is not None and t.idle and (
                 bool(t.engine.background) or (bool(active) and not active[-1].done)
-                or t.engine.in_flight())
+                or (new and t.engine.in_flight()))
         if wake:
             t.wake.set()
         return result
