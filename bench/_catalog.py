@@ -84,6 +84,9 @@ BENCHES: dict[str, Bench] = {
               "Netgauge n:1, every high rank sends to vrank 0, which acks; time per round"),
         Bench("pairs", "pairs", "MB/s", PAIR_SIZES,
               "concurrent cross-cluster pairs (low i -> high i, osu_bw each), aggregate bandwidth"),
+        Bench("loggp", "p2p", "us", P2P_SIZES,
+              "LogGP parameters from parametrised round trips (Netgauge): PRTT(1,0,s)/2 per "
+              "size; the fitted L, o_s, o_r, g, G per path and protocol region below"),
         Bench("rate", "pairs", "msg/s", RATE_SIZES,
               "message rate of concurrent cross-cluster pairs (low i -> high i), windows of 64 "
               "sends then an ack (osu_mbw_mr), all pairs together"),

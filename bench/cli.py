@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from launch import hygiene
 
-from . import report, targets
+from . import loggp, report, targets
 from ._catalog import BENCHES, GROUPS, MARKER
 
 PROG = "mmpi-bench"
@@ -296,6 +296,9 @@ def _report(args: argparse.Namespace, argv: list[str], outcomes: list[Outcome],
     env = report.environment(_first(outcomes, None), argv)
     env.update(loadavg_start=load, date=started, finished=report.now())
     sys.stdout.write(report.format_header(env, load) + report.format_tables(rows, layouts))
+    found = loggp.fits(rows)
+    if found:
+        sys.stdout.write("\n" + loggp.format_fits(found) + loggp.check(found, rows))
     if args.json:
         doc = report.document(
             rows, env, layouts=layouts,
@@ -305,6 +308,11 @@ def _report(args: argparse.Namespace, argv: list[str], outcomes: list[Outcome],
                       "iters_scale": args.iters_scale, "max_iters": args.max_iters,
                       "timeout": args.timeout, "window": _first(outcomes, "window")},
             runs=[o.summary() for o in outcomes])
+        if found:
+            doc["loggp"] = [r.as_json(p) for p, regs in found.items() for r in regs]
+            doc["loggp_residuals"] = [{"path": p, "from": r.lo, "to": r.hi,
+                                       "residual": r.residual}
+                                      for p, regs in found.items() for r in regs]
         _note(args, f"wrote {report.write_json(args.json, doc)}")
     if args.plot:
         written = report.write_plots(rows, args.plot, layouts)

@@ -76,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs = [_parse_spec(s) for s in args.specs]
         _emit(comm, {"type": "env", **_environment(comm, opts)})
         for name, sizes in specs:
+            if name == "loggp":
+                for size in sizes:
+                    _emit(comm, {"type": "result", "bench": name, "size": size,
+                                 **prtt(comm, size, opts)})
+                continue
             if name in OVERLAP_CALLS:
                 for size in sizes:
                     _emit(comm, {"type": "result", "bench": name, "size": size,
@@ -109,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _parse_spec(spec: str) -> tuple[str, list[int]]:
     name, _, sizes = spec.partition("=")
-    if name not in BENCHMARKS and name not in OVERLAP_CALLS:
+    if name not in BENCHMARKS and name not in OVERLAP_CALLS and name != "loggp":
         raise SystemExit(f"worker: unknown benchmark {name!r}")
     return name, [int(s) for s in sizes.split(",") if s]
 
@@ -536,6 +541,80 @@ def overlap(comm, name: str, size: int, opts: Options) -> dict:
             "iters": both["iters"], "samples": [
                 _overlap_pct(t * 1e-6, t_compute, t_pure)
                 for t in both["samples"]]}
+
+
+# -- LogGP: parametrised round trips (Netgauge; fitted by bench.loggp) ---------------------------
+PRTT_N = 16  # messages per parametrised round trip, Netgauge's choice
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def prtt(comm, size: int, opts: Options) -> dict:
+    """PRTT(1, 0, s), PRTT(n, 0, s), PRTT(n, d, s) with d above the gap, and the server's
+    receive time per message once they are all there (o_r), in microseconds: medians of
+    `opts.reps` (or more, for small sizes) repetitions between the first and the last rank."""
+    a, b = _pair(comm)
+    rank, n = comm.Get_rank(), PRTT_N
+    buf = np.ones(size, np.uint8)
+    t_go = np.zeros(1, np.uint8)
+
+    def round_trip(count: int, delay: float) -> float:
+        # client: count sends `delay` apart, then the answer; server: count receives, answer
+        comm.Barrier()
+        if rank == a:
+            t0 = time.perf_counter()
+            for i in range(count):
+                comm.Send(buf, b, T_DATA)
+                if delay and i < count - 1:
+                    _spin(delay)
+            comm.Recv(buf, b, T_ACK)
+            return time.perf_counter() - t0
+        if rank == b:
+            for _ in range(count):
+                comm.Recv(buf, a, T_DATA)
+            comm.Send(buf, a, T_ACK)
+        return 0.0
+
+    def receive_overhead(wait: float) -> float:
+        # the server lets all n arrive (the client sends them at once), then times n receives
+        comm.Barrier()
+        if rank == a:
+            reqs = [comm.Isend(buf, b, T_DATA) for _ in range(n)]
+            MPI.Request.Waitall(reqs)
+            comm.Recv(t_go, b, T_ACK)
+        elif rank == b:
+            time.sleep(wait)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                comm.Recv(buf, a, T_DATA)
+            spent = time.perf_counter() - t0
+            comm.Send(t_go, a, T_ACK)
+            return spent / n
+        return 0.0
+
+    reps = max(opts.reps, 9 if size <= 65536 else opts.reps)
+
+    def median(f, *args) -> float:
+        for _ in range(2):  # warm-up, as Rule 3 wants
+            f(*args)
+        values = [f(*args) for _ in range(reps)]
+        out = np.empty(1)
+        comm.Allreduce(np.array([statistics.median(values)]), out, op=MPI.MAX)
+        return float(out[0])
+
+    one = median(round_trip, 1, 0.0)
+    many = median(round_trip, n, 0.0)
+    gap = max((many - one) / (n - 1), 0.0)
+    delay = 1.5 * gap + 2e-6  # longer than each further message costs back to back
+    delayed = median(round_trip, n, delay)
+    o_r = median(receive_overhead, min(0.2, 2 * many + 1e-3))
+    us = 1e6
+    return {"unit": "us", "value": one * us / 2, "prtt1": one * us, "prttn": many * us,
+            "prttd": delayed * us, "o_r": o_r * us, "n": n, "d": delay * us, "iters": reps}
 
 
 def _points(comm, name: str, sizes: list[int], opts: Options) -> Iterator[Kernel]:

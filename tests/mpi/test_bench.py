@@ -109,3 +109,23 @@ def test_overlap_native_async_and_bridged(tmp_path):
     assert runs["async"]["worker"]["async_progress"] == "1"
     assert runs["native"]["worker"]["async_progress"] == "0"
     assert "Native async %" in p.stdout
+
+
+@pytest.mark.timeout(150)
+def test_loggp_fits_every_path(tmp_path):
+    """loggp measures native, across jobs and bridged, and writes each path's regions."""
+    out = tmp_path / "out.json"
+    p = run_bench("loggp", "--sizes", "8,64,512,4K,32K,256K", "--iters-scale", "0.02",
+                  "--reps", "3", "--json", str(out), timeout=130)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    regions = doc["loggp"]
+    assert {r["path"] for r in regions} == {"native", "across", "bridged"}
+    for r in regions:
+        assert set(r) == {"L", "o_s", "o_r", "g", "G", "from", "to", "path"}, r
+        assert r["from"] <= r["to"] and r["g"] >= 0 and r["G"] >= 0, r
+    for path in ("native", "across", "bridged"):
+        mine = [r for r in regions if r["path"] == path]
+        assert mine[0]["from"] == 8 and mine[-1]["to"] == 256 * 1024, mine
+        assert [r["from"] for r in mine] == sorted(r["from"] for r in mine)
+    assert "# LogGP parameters" in p.stdout and "the forwarder adds" in p.stdout

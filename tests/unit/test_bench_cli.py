@@ -102,7 +102,7 @@ def test_plan_runs_skips_empty_groups():
 
 def test_every_benchmark_belongs_to_a_group():
     assert {b.group for b in BENCHES.values()} <= set(cli.GROUPS)
-    assert [n for n, b in BENCHES.items() if b.group == "p2p"] == ["latency", "bw", "bibw"]
+    assert [n for n, b in BENCHES.items() if b.group == "p2p"] == ["latency", "bw", "bibw", "loggp"]
 
 
 @pytest.mark.parametrize("line", [
