@@ -113,7 +113,8 @@ def _fit_gap(points: Sequence[Point]) -> tuple[float, float, float]:
     ys = [p.gap for p in points]
     # relative errors: sizes span 1 B to MiB, and a small size's point must count as much
     a, b = line(xs, ys, [1.0 / max(y * y, 1e-12) for y in ys])
-    return a, max(b, 0.0), _worst(xs, ys, a, max(b, 0.0))
+    a, b = max(a, 0.0), max(b, 0.0)  # a gap or a cost per byte below zero is noise
+    return a, b, _worst(xs, ys, a, b)
 
 
 def regions(points: Sequence[Point], tolerance: float = REGION_TOLERANCE) -> list[Region]:
@@ -139,8 +140,9 @@ def _region(pts: Sequence[Point]) -> Region:
     g, G, residual = _fit_gap(pts)
     o_s = statistics.median(p.o_s for p in pts)
     o_r = statistics.median(p.o_r for p in pts)
-    L = statistics.median(max(0.0, p.prtt1 / 2 - p.o_s - p.o_r - (p.size - 1) * G)
-                          for p in pts)
+    # what is left of a round trip once the overheads and the bytes are counted; below zero
+    # where the overheads, timed around blocking calls, include the transfer (rendezvous)
+    L = statistics.median(p.prtt1 / 2 - p.o_s - p.o_r - (p.size - 1) * G for p in pts)
     return Region(pts[0].size, pts[-1].size, L, o_s, o_r, g, G, residual)
 
 
@@ -186,13 +188,14 @@ def format_fits(found: dict[str, list[Region]]) -> str:
 def check(found: dict[str, list[Region]], rows: Sequence[dict]) -> str:
     """The parameters against what `latency`, `bw` and `rate` measured in the same run:
     one-way time o_s + L + (s-1) G + o_r (within 20%), bandwidth s / (g + (s-1) G) at 64 KiB
-    and above (within 15%), the message rate 1 / g (within 20%)."""
+    and above (within 15%), the message rate 1 / (g + (s-1) G), 1 / g for the smallest
+    messages (within 20%)."""
     lines = []
     for path, regs in found.items():
         for bench, lo, tol, model in (
                 ("latency", 0, 0.20, lambda r, s: r.one_way(s)),
                 ("bw", 65536, 0.15, lambda r, s: s / (r.g + (s - 1) * r.G)),
-                ("rate", 0, 0.20, lambda r, s: 1e6 / max(r.g, 1e-9))):
+                ("rate", 0, 0.20, lambda r, s: 1e6 / max(r.g + (s - 1) * r.G, 1e-9))):
             got = [(r["size"], r[path]["value"]) for r in rows
                    if r["bench"] == bench and r["size"] >= lo and r.get(path)
                    and r.get("pairs", 1) == 1]
