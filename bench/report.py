@@ -270,6 +270,11 @@ def write_plots(rows: Sequence[dict], directory: str | os.PathLike[str],
     written = []
     for name in _benches_in(rows):
         mine = [r for r in rows if r["bench"] == name]
+        if name == "loggp":
+            path = _loggp_plot(plt, mine, out)
+            if path:
+                written.append(path)
+            continue
         fig, ax = plt.subplots(figsize=(7, 4.5))
         if name == "barrier":
             _bars(ax, mine)
@@ -290,6 +295,41 @@ def write_plots(rows: Sequence[dict], directory: str | os.PathLike[str],
     if ratio_path:
         written.append(ratio_path)
     return written
+
+
+def _loggp_plot(plt, rows: list[dict], out: Path) -> Path | None:
+    """One panel per path: the measured PRTT(1,0,s)/2 and gap T(s), with the fitted lines."""
+    from .loggp import fits
+
+    found = fits(rows)
+    if not found:
+        return None
+    fig, axes = plt.subplots(1, len(found), figsize=(5 * len(found), 4.5), squeeze=False)
+    for ax, (path, regs) in zip(axes[0], found.items(), strict=True):
+        sides = [(r["size"], r[path]) for r in rows if r.get(path)]
+        sizes = [s for s, _ in sides]
+        ax.plot(sizes, [d["prtt1"] / 2 for _, d in sides], "o", markersize=4,
+                label="PRTT(1,0,s)/2 measured")
+        ax.plot(sizes, [(d["prttn"] - d["prtt1"]) / (d["n"] - 1) for _, d in sides], "s",
+                markersize=4, label="gap T(s) measured")
+        for i, reg in enumerate(regs):
+            xs = [s for s in sizes if reg.lo <= s <= reg.hi]
+            ax.plot(xs, [max(reg.g + (s - 1) * reg.G, 1e-3) for s in xs], "-",
+                    color="tab:orange", label="g + (s-1)G fitted" if i == 0 else None)
+            ax.plot(xs, [max(reg.one_way(s), 1e-3) for s in xs], "--", color="tab:blue",
+                    label="o_s + L + (s-1)G + o_r" if i == 0 else None)
+        _size_axis(ax)
+        ax.set_yscale("log")
+        ax.set_ylabel("time (us)")
+        ax.set_title(path, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("loggp: parametrised round trips and the fitted LogGP lines", fontsize=9)
+    fig.tight_layout()
+    path_out = out / plot_name("loggp")
+    fig.savefig(path_out, dpi=110)
+    plt.close(fig)
+    return path_out
 
 
 def _curves(ax, rows: list[dict]) -> None:

@@ -100,3 +100,15 @@ def test_the_check_compares_predictions_with_the_other_benchmarks():
         in text
     assert "bw       predicted within 15% at 1 of 1 sizes" in text
     assert "rate     predicted within 20% at 0 of 1 sizes; farthest: 8 B, -67%" in text
+
+
+def test_the_plot_has_a_panel_per_path(tmp_path):
+    pytest.importorskip("matplotlib")
+    from bench import report
+
+    rows = [{"bench": "loggp", "size": p.size, "unit": "us",
+             "native": {"prtt1": p.prtt1, "prttn": p.prttn, "prttd": p.prttd, "o_r": p.o_r,
+                        "n": p.n, "d": p.d, "value": p.prtt1 / 2}}
+            for p in synthetic(0.0)]
+    written = report.write_plots(rows, tmp_path)
+    assert (tmp_path / "loggp.png") in written and (tmp_path / "loggp.png").stat().st_size > 0
