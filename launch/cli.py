@@ -73,7 +73,8 @@ def _parser() -> argparse.ArgumentParser:
         "--progress", choices=("off", "leaders", "all", "auto"),
         help="a thread per rank advances non-blocking calls while the program computes: on "
         "the cluster leaders (leaders), every rank (all), or as docs/progress.md's model "
-        "chooses for the hosts (auto); default: the job file's, else off",
+        "chooses for the hosts (auto); default: the job file's, else the environment's "
+        "MMPI_PROGRESS, else off",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true",

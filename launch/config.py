@@ -40,9 +40,10 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     monitor: null                # a directory (relative to this file): every rank counts its
                                  # traffic and writes rank-<vrank>.json there; mmpi-run then
                                  # merges them into matrix.npz (like --monitor)
-    progress: off                # off | leaders | all | auto: a thread per rank (leaders: the
+    progress: null               # off | leaders | all | auto: a thread per rank (leaders: the
                                  # cluster leaders only) advances non-blocking calls while the
-                                 # program computes; auto: docs/progress.md's model decides
+                                 # program computes; auto: docs/progress.md's model decides;
+                                 # null: the environment's MMPI_PROGRESS, else off
 
 A host entry is a name (``node1``), a name with slots (``node1:4``) or a mapping
 ``{name: node2, slots: 4, sockets: 2, cores_per_socket: 8}``. A host named more than once gets
@@ -182,7 +183,8 @@ class Config:
     owners: tuple[str, ...] | None = None  # a rank map: the cluster of each virtual rank
     rank_map: str | None = None  # where the rank map was given, for messages ("rank_map")
     monitor: str | None = None  # directory of the ranks' traffic counters (MMPI_MONITOR)
-    progress: str = "off"  # the ranks' progress threads (MMPI_PROGRESS)
+    progress: str | None = None  # the ranks' progress threads (MMPI_PROGRESS); None: not
+    #                               said here, the environment's MMPI_PROGRESS or off
 
     @property
     def clusters(self) -> tuple[Cluster, Cluster]:
@@ -276,7 +278,7 @@ def parse(
         owners=owners,
         rank_map="rank_map" if owners is not None else None,
         monitor=_directory(top.get("monitor"), "monitor", base_dir),
-        progress=_progress(top.get("progress", "off"), "progress"),
+        progress=None if "progress" not in top else _progress(top["progress"], "progress"),
     )
 
 

@@ -260,7 +260,8 @@ def make_plan(
         )
         if config.monitor is not None:
             env[rv.ENV_MONITOR] = config.monitor
-        if config.progress != "off":  # the ranks' model needs the busiest host's load
+        if config.progress is not None:  # said in the job file or on the command line;
+            # the ranks' model (auto) needs the busiest host's load
             env.update(MMPI_PROGRESS=config.progress, MMPI_HOST_RANKS=str(host_ranks),
                        MMPI_HOST_PROCS=str(host_procs))
         argv = [

@@ -154,7 +154,10 @@ class _Progress(threading.Thread):
                 if active:  # complete what has arrived: a Wait then finds it done
                     _op.ACTIVE = [op for op in active if not op.poll()]
                     moved = moved or len(_op.ACTIVE) < len(active)
-            except BaseException:  # noqa: BLE001 - the program meets it at its next call
+            except BaseException as exc:  # noqa: BLE001 - the program meets it at its next call
+                if engine.broken is None:  # not the bridge's loss, which the program is told
+                    print(f"mmpi: rank {engine.vrank}: the progress thread stopped: {exc!r}",
+                          file=sys.stderr, flush=True)
                 return
             finally:
                 lock.release()

@@ -438,7 +438,7 @@ def test_slurm_errors(env, expected):
 
 
 def test_progress_key_and_override():
-    assert parse(MINIMAL).progress == "off"
+    assert parse(MINIMAL).progress is None  # not said: the environment's, else off
     assert parse({**MINIMAL, "progress": "leaders"}).progress == "leaders"
     assert parse({**MINIMAL, "progress": False}).progress == "off"  # YAML's bare `off`
     assert loads("progress: off\nclusters: {low: {ranks: 1}, high: {ranks: 1}}").progress == "off"

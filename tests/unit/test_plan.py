@@ -534,3 +534,6 @@ def test_progress_reaches_the_ranks_with_the_busiest_hosts_load():
             assert launch.env["MMPI_HOST_RANKS"] == "4"  # 2+2 and one forwarder, one host
             assert launch.env["MMPI_HOST_PROCS"] == "5"
     assert all("MMPI_PROGRESS" not in launch.env for launch in plan_for().launches)
+    # said as off, it is off whatever the environment says
+    assert {launch.env.get("MMPI_PROGRESS") for launch in plan_for(progress="off").launches
+            if launch.role == CLUSTER} == {"off"}
