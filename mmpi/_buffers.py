@@ -125,8 +125,11 @@ def _bytes_of(obj, *, writable: bool, op: str) -> memoryview:
     except TypeError:
         view = _foreign(obj, op)
     if not view.c_contiguous:
-        raise BufferError_(f"{op}: buffer is not contiguous (pass a contiguous copy, or a "
-                           "datatype that describes its layout)")
+        if not view.f_contiguous:
+            raise BufferError_(f"{op}: buffer is not contiguous (pass a contiguous copy, or a "
+                               "datatype that describes its layout)")
+        # Fortran order: its bytes in memory order, as mpi4py (and MPI) take them
+        view = memoryview(np.asarray(view).ravel(order="K"))
     if writable and view.readonly:
         raise BufferError_(f"{op}: receive buffer is read-only")
     return view

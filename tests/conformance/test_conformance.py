@@ -88,3 +88,9 @@ def test_in_place_by_none_and_vector_counts(low, high):
 def test_every_program_with_progress_threads(prog, progress):
     """The same answers with a progress thread in the leaders (or every rank) as without."""
     check_same(prog, 2, 2, progress=progress)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
+def test_fortran_ordered_arrays(low, high):
+    check_same("fortran.py", low, high)
