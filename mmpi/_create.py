@@ -133,7 +133,9 @@ def create(parent: Core, world_ranks: tuple[int, ...]) -> Core | None:
         parent.p2p.comm.Split(UNDEFINED, 0)
         return None
     pair = _free_pair(masks[r] for r in members) if _spans(parent, members) else None
-    native = parent.p2p.comm.Split(0, members.index(parent.rank))
+    # MPI 2.2: disjoint groups, each rank passing its own, make one communicator each; a
+    # group is named by its first member, which no other group has
+    native = parent.p2p.comm.Split(min(members), members.index(parent.rank))
     return _build(parent, members, native, pair)
 
 

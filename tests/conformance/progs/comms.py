@@ -82,6 +82,11 @@ if par.Get_size() > 1:
 sub = world.Create(evens)
 say("create", "null" if sub == MPI.COMM_NULL else (sub.Get_rank(), sub.Get_size(),
                                                    sub.allreduce(rank)))
+# MPI 2.2's disjoint Create: each rank passes its own group (mpi4py.futures does this)
+mine = world.Get_group().Incl([0]) if rank == 0 else world.Get_group().Excl([0])
+dis = world.Create(mine)
+say("create_disjoint", (dis.Get_rank(), dis.Get_size(), dis.allreduce(rank)))
+dis.Free()
 if rank % 2 == 1:
     grp = world.Create_group(odds, tag=7)
     say("create_group", (grp.Get_rank(), grp.Get_size(), grp.allreduce(rank)))
