@@ -51,6 +51,10 @@ def join():
 
     from ._native import MPI
 
+    if not MPI.Is_initialized():
+        # mpi4py.rc.initialize = False: the program calls MPI.Init() itself, later; the
+        # bridge joins now, so MPI starts here, at the level the program asked mpi4py for
+        MPI.Init_thread(_thread_level(MPI))
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     path = Path(rdv)
@@ -74,6 +78,26 @@ def join():
     _install_excepthook(world)
     _install_exit_hook(world, _engine)
     return comm
+
+
+def _thread_level(MPI) -> int:
+    import mpi4py
+
+    level = getattr(mpi4py.rc, "thread_level", "multiple")
+    return {"single": MPI.THREAD_SINGLE, "funneled": MPI.THREAD_FUNNELED,
+            "serialized": MPI.THREAD_SERIALIZED}.get(level, MPI.THREAD_MULTIPLE)
+
+
+def initial_errhandler(MPI):
+    """The error handler mpi4py gives COMM_WORLD for `mpi4py.rc.errors`."""
+    import mpi4py
+
+    errors = getattr(mpi4py.rc, "errors", "exception")
+    if errors == "abort":
+        return MPI.ERRORS_ABORT
+    if errors in ("default", "fatal"):
+        return MPI.ERRORS_ARE_FATAL
+    return MPI.ERRORS_RETURN
 
 
 def world_over(cluster: str, local, links: list, timeout: float, *,
@@ -109,6 +133,11 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     _group.bind(engine.layout.vranks(engine.cluster))
     global _world
     _world = Comm(core, "MPI_COMM_WORLD")
+    from ._native import MPI
+
+    handler = initial_errhandler(MPI)
+    if handler != MPI.ERRORS_RETURN:  # mpi4py.rc.errors, as mpi4py's own world gets it
+        _world.Set_errhandler(handler)
     _start_progress(engine, local)
     return _world
 

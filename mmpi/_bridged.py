@@ -39,8 +39,12 @@ class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
         """A bridged communicator object for `core` (a plain one unless `cls` says)."""
         parts = _PARTS.get(cls)
         if parts is not None:  # a program's subclass (subclass_copy): its class again
-            return subclass_copy(parts[0], parts[1](core, name))
-        return (cls or _plain_communicator())(core, name)
+            new = subclass_copy(parts[0], parts[1](core, name))
+        else:
+            new = (_plain(cls) if cls else _plain_communicator())(core, name)
+        if self._errhandler != MPI.ERRORS_RETURN:  # a new communicator inherits it (MPI)
+            new.Set_errhandler(self._errhandler)
+        return new
 
     def __eq__(self, other) -> bool:
         if isinstance(other, _Bridged):
