@@ -601,10 +601,7 @@ def prtt(comm, size: int, opts: Options) -> dict:
     def median(f, *args) -> float:
         for _ in range(2):  # warm-up, as Rule 3 wants
             f(*args)
-        values = [f(*args) for _ in range(reps)]
-        out = np.empty(1)
-        comm.Allreduce(np.array([statistics.median(values)]), out, op=MPI.MAX)
-        return float(out[0])
+        return _max(comm, statistics.median([f(*args) for _ in range(reps)]))
 
     one = median(round_trip, 1, 0.0)
     many = median(round_trip, n, 0.0)

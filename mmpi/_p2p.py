@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _op
 from ._context import Context
 from ._flow import Flow
 from ._large import Reassembly, Spares
 from ._native import MPI
-from . import _op
 from ._op import Op
 from .errors import ProtocolError, TruncationError
 from .wire import protocol as P
