@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         "summary (read it with mmpi-monitor and mmpi-place)",
     )
     parser.add_argument(
-        "--progress", choices=("off", "leaders", "all", "auto"),
+        "--progress", choices=_config.PROGRESS_MODES,
         help="a thread per rank advances non-blocking calls while the program computes: on "
         "the cluster leaders (leaders), every rank (all), or as docs/progress.md's model "
         "chooses for the hosts (auto); default: the job file's, else the environment's "
