@@ -135,6 +135,7 @@ class Core:
         e = self.engine
         if self in e.communicators:
             e.communicators.remove(self)
+        e.retired(self.coll.id, self.calls)  # again at release, if calls are still pending
         if self.busy() and not e.finalized:
             e.background.append(self._release_when_idle)
             return
@@ -157,6 +158,7 @@ class Core:
     def release(self) -> None:
         """Stop receiving on this communicator's contexts and release its native ones."""
         finalized = self.engine.finalized
+        self.engine.retired(self.coll.id, self.calls)
         if self._collective is not None and not finalized:
             self._collective.free_check()
         for ctx in (self.p2p, self.coll):

@@ -94,6 +94,9 @@ class Engine:
         # Ranks that have said goodbye: world rank -> (collective calls they completed, per
         # collective context id; when we heard).
         self.gone: dict[int, tuple[dict[int, int], float]] = {}
+        # Collective calls completed on freed communicators, per collective context id (the
+        # most over the communicators that had it: ids are reused), for the goodbye.
+        self._freed_calls: dict[int, int] = {}
         self._current = None  # the communicator whose collective this rank is in, if any
         self._closing = False
         self._waiting = Backoff()  # for waits (one at a time: none is made inside another)
@@ -131,6 +134,10 @@ class Engine:
     def cancel(self, op) -> bool:
         """Cancel a receive that nothing has matched yet (sends are not cancelled)."""
         return self.p2p.cancel(op)
+
+    def retired(self, coll_id: int, calls: int) -> None:
+        """A communicator freed here completed `calls` collective calls on context `coll_id`."""
+        self._freed_calls[coll_id] = max(calls, self._freed_calls.get(coll_id, 0))
 
     def unregister(self, ctx: Context) -> None:
         """Stop receiving on `ctx` (its communicator was freed)."""
@@ -471,7 +478,12 @@ class Engine:
         self._unreceived = unreceived = self._discard_unexpected(wait=False)
         abandoned = self._flush_sends()
         # The collective calls this rank completed, per communicator (see collective_gone).
-        colls = {c.coll.id: c.calls for c in self.communicators}
+        # A freed one counts too: the notice may reach a rank still in that communicator's
+        # last call, which this rank has finished. Where freed communicators shared an id,
+        # the most calls: a slower rank is never told a finished call will not be joined.
+        colls = dict(self._freed_calls)
+        for c in self.communicators:
+            colls[c.coll.id] = max(c.calls, colls.get(c.coll.id, 0))
         bye = P.encode_control(colls=colls)
         self.wait_all([ctrl.Isend([bye, _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
         self.wait_for(lambda: self._bye_acks == self.nfwd)

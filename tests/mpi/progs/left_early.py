@@ -9,6 +9,11 @@ Modes:
   recv            VRANK's program ends at once; vrank 1 (or 2) waits for a message from it.
   recv-any        every rank but 1 ends at once; vrank 1 waits for a message from anyone.
   probe           VRANK's program ends at once; vrank 1 (or 2) probes for a message from it.
+  freed-return    a new communicator over every rank, one Barrier on it; VRANK frees it and
+                  ends; the others call a second Barrier on it.
+  finish-freed    correct program: every rank makes a new communicator; vrank 1 (or 2) starts
+                  an Ibarrier on it and sleeps while VRANK finishes the barrier, frees the
+                  communicator and ends; only then does vrank 1 wait. Must succeed.
   finish-early    correct program: VRANK sends one message to every other rank and ends; the
                   others receive it late, then talk among themselves by point-to-point and
                   end. Must succeed.
@@ -58,6 +63,25 @@ elif mode == "recv-any":
         st = MPI.Status()
         comm.Recv(buf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
         print(f"rank {rank}: received what nobody sent", flush=True)
+elif mode == "freed-return":
+    sub = comm.Split(0, rank)
+    sub.Barrier()
+    if rank == victim:
+        sub.Free()
+    else:
+        sub.Barrier()
+        print(f"rank {rank}: finished a Barrier without rank {victim}", flush=True)
+elif mode == "finish-freed":
+    waiter = 1 if victim != 1 else 2
+    sub = comm.Split(0, rank)
+    if rank == waiter:
+        req = sub.Ibarrier()
+        time.sleep(2.0)  # the victim leaves meanwhile: its notice comes before the barrier ends
+        req.Wait()
+    else:
+        sub.Barrier()
+    sub.Free()
+    print(f"rank {rank}: finished after rank {victim}", flush=True)
 elif mode == "finish-early":
     if rank == victim:
         for r in range(size):
