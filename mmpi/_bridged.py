@@ -2,7 +2,8 @@
 
 The classes themselves (`comm.Comm`, `topology.Cartcomm`, ...) add mpi4py's base class; the
 methods come from mixins by concern: point-to-point (`_p2p_api`), collectives (`_coll_api`),
-communicators and groups (`_create_api`).
+persistent collectives and partitioned calls (`_persist_api`), communicators and groups
+(`_create_api`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from ._communicator import Core
 from ._create_api import CommunicatorMethods
 from ._native import MPI
 from ._p2p_api import PointToPointMethods
+from ._persist_api import PersistentMethods
 from .errors import MMPIError, NotBridged, UsageError
 from .wire.layout import Layout
 
 
-class _Bridged(PointToPointMethods, CollectiveMethods, CommunicatorMethods):
+class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, CommunicatorMethods):
     """What every bridged communicator class shares: identity and naming."""
 
     __slots__ = ()

@@ -226,7 +226,7 @@ def guard_all() -> None:
     from . import _message, _prequest, comm, request, topology
 
     classes = [comm.Comm, request.Request, request.BridgedRequest, _prequest.Prequest,
-               _message.Message]
+               _prequest.PartitionedSend, _prequest.PartitionedRecv, _message.Message]
     classes += [v for v in vars(topology).values()
                 if isinstance(v, type) and issubclass(v, comm.Comm)]
     for cls in classes:

@@ -13,6 +13,7 @@ from . import _topo_api as topo
 from ._bridged import _Bridged
 from ._native import MPI
 from ._p2p_api import as_int
+from ._persist_api import add_persistent
 from .errors import MMPIError
 
 
@@ -197,6 +198,9 @@ class _Neighborhood:
     def inoutedges(self) -> tuple[list[int], list[int]]:
         """(sources, destinations)."""
         return self.inedges, self.outedges
+
+
+add_persistent(_Neighborhood, neighbor=True)
 
 
 class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):

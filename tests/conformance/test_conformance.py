@@ -94,3 +94,9 @@ def test_every_program_with_progress_threads(prog, progress):
 @pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
 def test_fortran_ordered_arrays(low, high):
     check_same("fortran.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
+def test_persistent_collectives_and_partitioned_calls(low, high):
+    check_same("persistent.py", low, high)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.mpi
 def test_bad_arguments_in_a_bridged_job(bridged, low, high):
     job = bridged("bad_input.py", low=low, high=high)
     assert job.returncode == 0, job.output
-    assert job.stdout.count("BAD INPUT OK (19 kinds)") == low + high, job.output
+    assert job.stdout.count("BAD INPUT OK (24 kinds)") == low + high, job.output
 
 
 @pytest.mark.timeout(90)

@@ -32,6 +32,11 @@ def expect(kind, exc_type, fragment, fn):
     raise AssertionError(f"rank {rank}: {kind}: no error raised")
 
 
+def _started(req):
+    req.Start()
+    return req
+
+
 vec = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
 cases = [
     ("destination out of range", mmpi.RankError,
@@ -70,6 +75,33 @@ cases = [
     ("in-place reduce off root", mmpi.UsageError, r"only valid on the root",
      lambda: comm.Reduce(MPI.IN_PLACE, np.zeros(1), root=0) if rank != 0 else
      (_ for _ in ()).throw(mmpi.UsageError("only valid on the root (rank 0 skips)"))),
+]
+
+def _unready_wait():
+    req = comm.Psend_init(np.zeros(4), 3, right, 0)
+    req.Start()
+    req.Pready_list([0, 2])
+    try:
+        req.Wait()
+    finally:
+        req.Pready(1)  # the send goes, and its receive below completes
+        comm.Recv(np.zeros(4), left, 0)
+        req.Wait()
+        req.Free()
+
+
+cases += [
+    ("partition out of range", mmpi.UsageError,
+     r"Pready: partition 5 is out of range for a request of 2 partition\(s\)",
+     lambda: _started(comm.Psend_init(np.zeros(4), 2, right, 0)).Pready(5)),
+    ("partitioned send not started", mmpi.UsageError, r"Pready: the partitioned request is "
+     r"not active", lambda: comm.Psend_init(np.zeros(4), 2, right, 0).Pready(0)),
+    ("partition count", mmpi.UsageError, r"Precv_init on rank \d+: partition count 0",
+     lambda: comm.Precv_init(np.zeros(4), 0, left, 0)),
+    ("partitions not ready at Wait", mmpi.UsageError,
+     r"Wait on a partitioned send with partition\(s\) 1 not marked ready", _unready_wait),
+    ("persistent collective arguments", TypeError, r"Bcast_init: .*argument",
+     lambda: comm.Bcast_init(np.zeros(1), 0, None, "extra", "more")),
 ]
 for kind, etype, frag, fn in cases:
     expect(kind, etype, frag, fn)
