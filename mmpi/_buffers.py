@@ -214,6 +214,10 @@ def _foreign_format(obj) -> str | None:
     dtype = ctypes.cast(pointer, ctypes.POINTER(DLTensor)).contents.dtype
     kind = _DL_CODES.get(dtype.code)
     del capsule  # never consumed: its own destructor gives it back to the producer
+    if kind == "f" and dtype.lanes == 2:
+        # a complex number as two float lanes: how a long double complex (256 bits, more
+        # than the 8-bit field holds) travels in DLPack, and how mpi4py reads it
+        return np.dtype(f"c{dtype.bits // 4}").char
     if kind is None or dtype.lanes != 1:
         return None
     if kind == "b":

@@ -110,6 +110,45 @@ def test_dlpack_buffer_is_taken():
     assert as_typed(Capsule(a), writable=False, op="Send").count == 3
 
 
+def test_dlpack_complex_as_two_float_lanes_counts_complex_elements():
+    # How a complex long double travels in DLPack (its 256 bits do not fit the 8-bit field):
+    # float lanes of half its size, two per element, as mpi4py reads it. Taken as bytes, a
+    # count of elements became a count of bytes and the data came short, silently.
+    import ctypes
+
+    class DLDataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("dtype", DLDataType)]
+
+    class TwoLanes:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            capsule = self.a.__dlpack__(**kw)
+            # a versioned capsule (asked for by max_version) holds the tensor after a version,
+            # two pointers and flags
+            name, offset = (b"dltensor_versioned", 32) if kw.get("max_version") else \
+                (b"dltensor", 0)
+            get = ctypes.pythonapi.PyCapsule_GetPointer
+            get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+            t = DLTensor.from_address(get(capsule, name) + offset)
+            t.dtype.code, t.dtype.bits, t.dtype.lanes = 2, 64, 2  # float64 x 2 = complex128
+            return capsule
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    a = np.full(4, -1, dtype="D")
+    t = as_typed([TwoLanes(a), 2], writable=True, op="Recv")
+    assert t.count == 2 and t.nbytes == 32 and t.dt == MPI.C_DOUBLE_COMPLEX
+
+
 
 def test_host_cuda_array_interface_counts_elements():
     class HostCAI:  # a device-array stand-in whose memory is this process's
