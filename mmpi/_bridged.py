@@ -177,6 +177,21 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
     def name(self, value: str) -> None:
         self._name = str(value)
 
+    def _no_handle(self, call: str):
+        raise NotBridged(
+            f"{call} is impossible on a bridged communicator: its ranks run in two MPI jobs "
+            "joined by forwarders, so no native handle stands for it, and C or Fortran code "
+            "handed one would reach only its own cluster; communicate through the bridged "
+            "object from Python instead")
+
+    def toint(self) -> int:
+        """Impossible across two jobs: raises NotBridged, saying why."""
+        self._no_handle("toint")
+
+    def py2f(self) -> int:
+        """Impossible across two jobs: raises NotBridged, saying why."""
+        self._no_handle("py2f")
+
     def Is_inter(self) -> bool:
         """A bridged communicator is an intracommunicator."""
         return False

@@ -361,10 +361,17 @@ def _derived(region: memoryview, count: int, dt: MPI.Datatype, base, writable: b
     else:  # a mix of types: fine to move, not to reduce
         inner = Typed(memoryview(packed), size, MPI.BYTE, 1)
     if writable:
+        # MPI lets the program free the datatype while the receive is pending: unpack
+        # through a duplicate of our own, freed once done
+        own, elem = dt.Dup(), max(dt.Get_size(), 1)
+
         def unpack(received: int = -1) -> None:
-            n = count if received < 0 else min(count, received // max(dt.Get_size(), 1))
-            _through(dt, n, extent, region, lambda t, buf: t.Unpack(packed, 0, buf,
-                                                                    MPI.COMM_SELF))
+            n = count if received < 0 else min(count, received // elem)
+            try:
+                _through(own, n, extent, region, lambda t, buf: t.Unpack(packed, 0, buf,
+                                                                         MPI.COMM_SELF))
+            finally:
+                own.Free()
 
         unpacks.append(unpack)
     else:

@@ -244,7 +244,7 @@ class PointToPointMethods:
         e, src, want = self._peek(source, tag, call)
         if src == PROC_NULL:
             fill_status(status, PROC_NULL, ANY_TAG, 0)
-            return MPI.MESSAGE_NO_PROC
+            return MPI.Message(MPI.MESSAGE_NO_PROC)  # a new one: receiving it makes it NULL
         ctx = self._core.p2p
         found = []
 

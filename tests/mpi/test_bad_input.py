@@ -37,6 +37,8 @@ def test_calls_not_bridged_raise_at_once_on_every_rank(bridged, low, high):
                  *[f"rank {r}: {call} NotBridged" for r in range(size) for call in
                    ("COMM_SELF.Spawn", "Create_intercomm", "Intercomm.Create_from_groups")],
                  *[f"rank {r}: Intercomm TypeError" for r in range(size)],
+                 *[f"rank {r}: {call} impossible" for r in range(size)
+                   for call in ("toint", "py2f")],
                  *[f"rank {r}: COMM_SELF worked" for r in range(size)],
                  *[f"rank {r}: done" for r in range(size)]]:
         assert line in job.stdout, f"{line!r} missing\n{job.output}"

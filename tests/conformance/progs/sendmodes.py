@@ -189,6 +189,20 @@ pr.Free()
 i, flag = MPI.Request.Testany([MPI.REQUEST_NULL])
 say("testany_null", (i == MPI.UNDEFINED, flag))
 say("request_types", (isinstance(br, MPI.Request), isinstance(self_req, MPI.Request)))
+# a receive into a derived datatype that the program frees before the receive completes
+# (MPI allows it; mpi4py.util.pkl5 does it with large messages)
+every_other = MPI.INT.Create_vector(3, 1, 2).Commit()
+got = np.full(6, -1, "i")
+r = world.Irecv([got, 1, every_other], (rank - 1) % size, 51)
+every_other.Free()
+world.Send(np.arange(3, dtype="i") + 10 * rank, (rank + 1) % size, 51)
+r.Wait()
+say("recv_datatype_freed_early", got.tolist())
+# a matched probe of PROC_NULL: a message of its own, NULL once received
+m = world.mprobe(MPI.PROC_NULL)
+first = m == MPI.MESSAGE_NO_PROC
+say("mprobe_proc_null", (first, m.recv(), m == MPI.MESSAGE_NULL,
+                         MPI.MESSAGE_NO_PROC != MPI.MESSAGE_NULL))
 
 world.Barrier()
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
