@@ -25,6 +25,15 @@ class StandIn(type):
         native = cls.__dict__.get("_stands_for")
         return issubclass(sub, native) if native else type.__subclasscheck__(cls, sub)
 
+    def __call__(cls, *args, **kwargs):
+        # mpi4py's copy constructor (MPI.Request(req), MPI.Message(msg)) makes a second
+        # object for the same handle; a bridged object has no handle but lives in the
+        # bridge, so its copy is the object itself, which stays in step with it
+        if len(args) == 1 and not kwargs and getattr(args[0], "_copied_as_itself", False) \
+                and isinstance(args[0], cls):
+            return args[0]
+        return type.__call__(cls, *args, **kwargs)
+
 
 def _dispatcher(name: str, native_method):
     owns: dict[type, object] = {}  # per class: the MRO walk runs once, not on every call

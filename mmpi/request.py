@@ -401,6 +401,7 @@ class BridgedRequest(Request):
     """One operation of the bridge: a send, a receive, a non-blocking collective call."""
 
     __slots__ = ("_op", "_pickled", "_consumed", "_value")
+    _copied_as_itself = True  # MPI.Request(req) is req (see _standin.StandIn.__call__)
 
     def __new__(cls, *args, **kwargs):
         """A new bridged request object (its native handle stays MPI_REQUEST_NULL)."""

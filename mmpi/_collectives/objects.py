@@ -259,7 +259,7 @@ def allgather(c: Coll, obj):
 
 
 def alltoall(c: Coll, objs):
-    objs = list(objs)
+    objs = [None] * c.size if objs is None else list(objs)  # None: None to everyone (mpi4py)
     if len(objs) != c.size:
         raise UsageError(f"alltoall: rank {c.rank} passed {len(objs)} objects for {c.size} "
                          "ranks")

@@ -198,6 +198,12 @@ every_other.Free()
 world.Send(np.arange(3, dtype="i") + 10 * rank, (rank + 1) % size, 51)
 r.Wait()
 say("recv_datatype_freed_early", got.tolist())
+# copies of requests and messages compare equal to them (mpi4py's copy constructors)
+req = world.issend(rank, rank, 52)
+m = world.mprobe(rank, 52)
+say("copies", (m == MPI.Message(m), MPI.Message(m) != m, MPI.Request(req) == req, m.recv(),
+               world.alltoall(None)))
+req.wait()
 # a matched probe of PROC_NULL: a message of its own, NULL once received
 m = world.mprobe(MPI.PROC_NULL)
 first = m == MPI.MESSAGE_NO_PROC
