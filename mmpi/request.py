@@ -14,6 +14,7 @@ import pickle
 from collections.abc import Sequence
 
 from ._native import MPI
+from ._native_lists import natively as _natively
 from ._op import Op
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError
@@ -77,7 +78,7 @@ class Request(_native, metaclass=StandIn):
     def Waitall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """Wait for all requests; raise the first error after all have completed."""
         if _natives_only(requests):
-            return _natively("Waitall", requests, statuses)
+            return _natively(_wait_native, "Waitall", requests, statuses)
         reqs = list(requests)
         _wait_native(_all_done(reqs))
         error = None
@@ -94,7 +95,7 @@ class Request(_native, metaclass=StandIn):
     def waitall(cls, requests: Sequence, statuses: list | None = None) -> list:
         """Wait for all requests; return the list of received objects."""
         if _natives_only(requests):
-            return _natively("waitall", requests, statuses)
+            return _natively(_wait_native, "waitall", requests, statuses)
         reqs = list(requests)
         _wait_native(_all_done(reqs))
         return [_finish(r, _status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
@@ -103,7 +104,7 @@ class Request(_native, metaclass=StandIn):
     def Testall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """True (and all completed) if every request has completed, else False."""
         if _natives_only(requests):
-            return _natively("Testall", requests, statuses)
+            return _natively(_wait_native, "Testall", requests, statuses)
         reqs = list(requests)
         if not _test(lambda: all([_done(r) for r in reqs])):
             return False
@@ -113,7 +114,7 @@ class Request(_native, metaclass=StandIn):
     def testall(cls, requests: Sequence, statuses: list | None = None):
         """(flag, received objects or None)."""
         if _natives_only(requests):
-            return _natively("testall", requests, statuses)
+            return _natively(_wait_native, "testall", requests, statuses)
         reqs = list(requests)
         if not _test(lambda: all([_done(r) for r in reqs])):
             return False, None
@@ -144,7 +145,7 @@ class Request(_native, metaclass=StandIn):
     def Waitany(cls, requests: Sequence, status: MPI.Status | None = None) -> int:
         """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
         if _natives_only(requests):
-            return _natively("Waitany", requests, status)
+            return _natively(_wait_native, "Waitany", requests, status)
         i = cls._any(requests, True)
         if i != MPI.UNDEFINED:
             _finish(requests[i], status)
@@ -156,7 +157,7 @@ class Request(_native, metaclass=StandIn):
     def waitany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, object) of the first request to complete."""
         if _natives_only(requests):
-            return _natively("waitany", requests, status)
+            return _natively(_wait_native, "waitany", requests, status)
         i = cls._any(requests, True)
         if i == MPI.UNDEFINED:
             _empty(status)
@@ -167,7 +168,7 @@ class Request(_native, metaclass=StandIn):
     def Testany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag): a completed request's index, or (UNDEFINED, flag)."""
         if _natives_only(requests):
-            return _natively("Testany", requests, status)
+            return _natively(_wait_native, "Testany", requests, status)
         i = cls._any(requests, False)
         if i is None:
             return MPI.UNDEFINED, False
@@ -181,7 +182,7 @@ class Request(_native, metaclass=StandIn):
     def testany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag, object)."""
         if _natives_only(requests):
-            return _natively("testany", requests, status)
+            return _natively(_wait_native, "testany", requests, status)
         i = cls._any(requests, False)
         if i is None:
             return MPI.UNDEFINED, False, None
@@ -218,28 +219,28 @@ class Request(_native, metaclass=StandIn):
     def Waitsome(cls, requests: Sequence, statuses: list | None = None):
         """Wait until at least one completes; the indices of all completed ones."""
         if _natives_only(requests):
-            return _natively("Waitsome", requests, statuses)
+            return _natively(_wait_native, "Waitsome", requests, statuses)
         return cls._some(requests, statuses, True, False)[0]
 
     @classmethod
     def waitsome(cls, requests: Sequence, statuses: list | None = None):
         """(indices, objects) of the completed requests, waiting for one at least."""
         if _natives_only(requests):
-            return _natively("waitsome", requests, statuses)
+            return _natively(_wait_native, "waitsome", requests, statuses)
         return cls._some(requests, statuses, True, True)
 
     @classmethod
     def Testsome(cls, requests: Sequence, statuses: list | None = None):
         """The indices of the completed requests (None if none is active)."""
         if _natives_only(requests):
-            return _natively("Testsome", requests, statuses)
+            return _natively(_wait_native, "Testsome", requests, statuses)
         return cls._some(requests, statuses, False, False)[0]
 
     @classmethod
     def testsome(cls, requests: Sequence, statuses: list | None = None):
         """(indices, objects) of the completed requests."""
         if _natives_only(requests):
-            return _natively("testsome", requests, statuses)
+            return _natively(_wait_native, "testsome", requests, statuses)
         return cls._some(requests, statuses, False, True)
 
     # -- non-destructive tests (MPI 4.1): nothing completes, statuses are filled ----------
@@ -293,41 +294,6 @@ class Request(_native, metaclass=StandIn):
 
 def _natives_only(requests) -> bool:
     return not any(_bridged(r) for r in requests)
-
-
-def _natively(name: str, requests, *args):
-    """mpi4py's own `name` on native requests only: it knows inactive persistent ones.
-
-    A wait polls politely with the matching test, which completes what it finds: MPICH's
-    Get_status makes a completed persistent request inactive, losing its status.
-    """
-    reqs = list(requests)
-    if name[0] in "Tt":
-        return getattr(_native, name)(reqs, *args)
-    test = getattr(_native, ("T" if name[0] == "W" else "t") + "est" + name[4:])
-    kind, obj = name[4:], name[0] == "w"
-    got = []
-
-    def ready() -> bool:
-        out = test(reqs, *args)
-        if kind == "any":
-            flag = out[1]
-        elif kind == "all":
-            flag = out[0] if obj else out
-        else:
-            done = out[0] if obj else out
-            flag = done is None or len(done) > 0
-        if flag:
-            got.append(out)
-        return flag
-
-    _wait_native(ready)
-    out = got[0]
-    if kind == "any":
-        return (out[0], out[2]) if obj else out[0]
-    if kind == "all":
-        return out[1] if obj else True
-    return out
 
 
 def _test(ready) -> bool:
