@@ -13,6 +13,7 @@ import sys
 from ._coll_api import CollectiveMethods
 from ._communicator import Core
 from ._create_api import CommunicatorMethods
+from ._inter import InterCore
 from ._native import MPI
 from ._p2p_api import PointToPointMethods
 from ._persist_api import PersistentMethods
@@ -39,11 +40,13 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
 
     def _wrap(self, core: Core, name: str, cls=None):
         """A bridged communicator object for `core` (a plain one unless `cls` says)."""
+        if cls is None and isinstance(core, InterCore):
+            cls = intercomm_class()
         parts = _PARTS.get(cls)
         if parts is not None:  # a program's subclass (subclass_copy): its class again
             new = subclass_copy(parts[0], parts[1](core, name))
         else:
-            new = (_plain(cls) if cls else _plain_communicator())(core, name)
+            new = (_plain(cls) if cls else intracomm_class())(core, name)
         if self._errhandler != MPI.ERRORS_RETURN:  # a new communicator inherits it (MPI)
             new.Set_errhandler(self._errhandler)
         return new
@@ -252,7 +255,15 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
             self.Abort(errorcode)
 
 
-def _plain_communicator() -> type:
+def intercomm_class() -> type:
+    """The bridged Intercomm class (intercomm.Intercomm)."""
+    for cls in _Bridged.__subclasses__():
+        if issubclass(cls, MPI.Intercomm):
+            return cls
+    raise RuntimeError("mmpi.intercomm is not loaded")
+
+
+def intracomm_class() -> type:
     """The bridged Intracomm class without a topology (comm.Comm)."""
     for cls in _Bridged.__subclasses__():
         if issubclass(cls, MPI.Intracomm) and not issubclass(cls, MPI.Topocomm):

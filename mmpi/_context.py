@@ -23,7 +23,9 @@ class Context:
                  here: tuple[int, ...], kind: str = "p2p") -> None:
         """Context `cid` of the communicator of `members` (world ranks by rank).
 
-        `comm` holds `here`, the communicator's ranks in this cluster, by native rank.
+        `comm` holds `here`, the communicator's ranks in this cluster, by native rank; an
+        intercommunicator's contexts address the remote group, and a native rank of its own
+        group is -1 there (nobody sends to it on them).
         """
         self.id = cid
         self.comm = comm
@@ -31,7 +33,8 @@ class Context:
         self.world_of = members  # rank -> world rank (envelopes carry world ranks)
         local = [-1] * len(members)
         for i, r in enumerate(here):
-            local[r] = i
+            if r >= 0:
+                local[r] = i
         self.local_of = tuple(local)  # rank -> native rank in `comm`, -1 in the other cluster
         self.from_local = here  # native rank -> rank
         self.from_world = {w: r for r, w in enumerate(members)}  # world rank -> rank

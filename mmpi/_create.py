@@ -72,7 +72,7 @@ def _build(parent: Core, members: tuple[int, ...], native: MPI.Intracomm,
     if native.Get_size() != len(here):
         raise UsageError(f"communicator creation on rank {parent.rank}: the native "
                          f"communicator has {native.Get_size()} ranks, expected {len(here)}")
-    ids = (2 * pair, 2 * pair + 1) if pair is not None else _local_ids(engine)
+    ids = context_ids(engine, pair)
     p2p = Context(ids[0], native, world, here)
     # a Split, not a Dup: the program's attribute copy callbacks run once per communicator
     coll = Context(ids[1], native.Split(0, native.Get_rank()), world, here, "coll")
@@ -141,9 +141,16 @@ def create(parent: Core, world_ranks: tuple[int, ...]) -> Core | None:
 
 def create_group(parent: Core, world_ranks: tuple[int, ...], tag: int) -> Core:
     """The communicator of the group `world_ranks`; only its members call."""
-    members = _members(parent, world_ranks, "Create_group")
+    members, native, pair = group_parts(parent, world_ranks, tag, "Create_group")
+    return _build(parent, members, native, pair)
+
+
+def group_parts(parent: Core, world_ranks: tuple[int, ...], tag: int, call: str):
+    """(members, native communicator, context pair) of a communicator of the group
+    `world_ranks` that only its members make (Create_group; intercommunicators)."""
+    members = _members(parent, world_ranks, call)
     if parent.rank not in members:
-        raise UsageError(f"Create_group on rank {parent.rank}: only the group's members "
+        raise UsageError(f"{call} on rank {parent.rank}: only the group's members "
                          "call it, and this rank is not one")
     # the members' agreement also tells each that the others have come (Rule 3)
     pair = _agree(parent, members, _T_CREATE_GROUP + tag) if len(members) > 1 else None
@@ -154,7 +161,12 @@ def create_group(parent: Core, world_ranks: tuple[int, ...], tag: int) -> Core:
     group = local.Get_group().Incl(natives)
     native = local.Create_group(group, tag)
     group.Free()
-    return _build(parent, members, native, pair)
+    return members, native, pair
+
+
+def context_ids(engine: Engine, pair: int | None) -> tuple[int, int]:
+    """The two context ids of agreed pair `pair` (None: two of this process's own)."""
+    return (2 * pair, 2 * pair + 1) if pair is not None else _local_ids(engine)
 
 
 def _agree(parent: Core, members: tuple[int, ...], tag: int) -> int:
@@ -203,4 +215,5 @@ def _members(parent: Core, world_ranks, call: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-__all__ = ["dup", "split", "create", "create_group", "split_type", "all_here"]
+__all__ = ["dup", "split", "create", "create_group", "group_parts", "context_ids",
+           "split_type", "all_here"]

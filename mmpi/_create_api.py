@@ -6,11 +6,11 @@ single cluster sends and reduces natively, one across the zipper gets contexts o
 
 from __future__ import annotations
 
-from . import _create
+from . import _create, _inter
 from ._group import BridgedGroup, Group
 from ._native import MPI
 from ._p2p_api import as_int
-from .errors import CommError, NotBridged, UsageError
+from .errors import CommError, NotBridged, RankError, UsageError
 from .request import BridgedRequest
 
 _Comm = MPI.Comm
@@ -158,11 +158,25 @@ class CommunicatorMethods:
     Create_keyval = _Comm.Create_keyval
     Free_keyval = _Comm.Free_keyval
 
-    # -- not across the zipper -----------------------------------------------------------
+    # -- intercommunicators --------------------------------------------------------------
     def Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0):
-        """Not bridged: intercommunicators between bridged groups."""
-        raise NotBridged("Create_intercomm is not bridged yet: mmpi provides intracommunicators "
-                         "only")
+        """The intercommunicator between this group and the one led by `remote_leader`.
+
+        `remote_leader` is a rank of `peer_comm`; every rank of this communicator calls.
+        """
+        core = self._flush()
+        call = "Create_intercomm"
+        local_leader = as_int(local_leader, "local leader", call)
+        if not 0 <= local_leader < core.size:
+            raise RankError(f"{call} on rank {core.rank}: local leader {local_leader} is out "
+                            f"of range for a communicator of size {core.size}")
+        peer = getattr(peer_comm, "_core", None)
+        if core.rank == local_leader and peer is None:
+            raise NotBridged(f"{call}: the peer communicator must be a bridged one (COMM_WORLD "
+                             f"or one made from it), not {peer_comm!r}")
+        inter = _inter.create(core, local_leader, peer, as_int(remote_leader, "remote leader",
+                                                               call), as_int(tag, "tag", call))
+        return self._wrap(inter, "")  # an intercommunicator object for an InterCore
 
 
 def group_class():

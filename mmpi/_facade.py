@@ -15,7 +15,9 @@ import threading
 import zlib
 
 from ._bridged import _Bridged, copy_of, subclass_copy
-from ._group import BridgedGroup
+from . import _inter
+from ._group import BridgedGroup, ranks_of
+from .intercomm import Intercomm as BridgedIntercomm
 from ._native import MPI
 from ._p2p_api import attached
 from ._prequest import Prequest as BridgedPrequest
@@ -30,6 +32,8 @@ def _communicator_class(native):
 
         def __new__(cls, comm=None):
             if cls is Stand:  # MPI.Intracomm(x): a copy, bridged if x is
+                if isinstance(comm, BridgedIntercomm) and native is MPI.Intracomm:
+                    raise TypeError("expecting an intracommunicator")
                 if isinstance(comm, _Bridged):
                     return copy_of(comm)
                 return native(comm)
@@ -83,6 +87,8 @@ class Intercomm(MPI.Intercomm, metaclass=StandIn):
     _stands_for = MPI.Intercomm
 
     def __new__(cls, comm=None):
+        if isinstance(comm, BridgedIntercomm):  # a copy: the object itself (it lives in the
+            return comm                         # bridge, see _standin.StandIn.__call__)
         if isinstance(comm, _Bridged):  # as mpi4py's Intercomm(an intracommunicator)
             raise TypeError("expecting an intercommunicator")
         return MPI.Intercomm.__new__(cls if cls is not Intercomm else MPI.Intercomm, comm)
@@ -90,10 +96,15 @@ class Intercomm(MPI.Intercomm, metaclass=StandIn):
     @classmethod
     def Create_from_groups(cls, local_group, local_leader, remote_group, remote_leader,
                            stringtag="org.mpi4py", info=MPI.INFO_NULL, errhandler=None):
-        """Not bridged for bridged groups (an MPI error, or a hang, otherwise)."""
+        """The intercommunicator between two groups; only their members call."""
         if isinstance(local_group, BridgedGroup) or isinstance(remote_group, BridgedGroup):
-            raise NotBridged("Intercomm.Create_from_groups is not bridged yet: mmpi provides "
-                             "intracommunicators only")
+            world = sys.modules["mmpi.MPI"].COMM_WORLD
+            core = _inter.from_groups(world._core.engine, ranks_of(local_group),
+                                      ranks_of(remote_group), str(stringtag))
+            comm = world._wrap(core, "")
+            if errhandler is not None:
+                comm.Set_errhandler(errhandler)
+            return comm
         return MPI.Intercomm.Create_from_groups(local_group, local_leader, remote_group,
                                                 remote_leader, stringtag, info, errhandler)
 

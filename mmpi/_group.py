@@ -27,7 +27,7 @@ def bind(cluster_ranks) -> None:
     _here = tuple(cluster_ranks)
 
 
-def _ranks_of(group) -> tuple[int, ...]:
+def ranks_of(group) -> tuple[int, ...]:
     """The world ranks of a bridged group, or of a native one of this cluster.
 
     A native group (GROUP_EMPTY, COMM_SELF's group, ...) is read through the cluster's world.
@@ -76,7 +76,7 @@ class Group(_native, metaclass=StandIn):
         """The ranks of `group1`, then those of `group2` that it lacks."""
         if not isinstance(group1, BridgedGroup) and not isinstance(group2, BridgedGroup):
             return _native.Union(group1, group2)
-        a, b = _ranks_of(group1), _ranks_of(group2)
+        a, b = ranks_of(group1), ranks_of(group2)
         seen = set(a)
         return _make(a + tuple(r for r in b if r not in seen), _me(group1, group2))
 
@@ -85,15 +85,15 @@ class Group(_native, metaclass=StandIn):
         """The ranks of `group1` that are also in `group2`, in `group1`'s order."""
         if not isinstance(group1, BridgedGroup) and not isinstance(group2, BridgedGroup):
             return _native.Intersection(group1, group2)
-        b = set(_ranks_of(group2))
-        return _make(tuple(r for r in _ranks_of(group1) if r in b), _me(group1, group2))
+        b = set(ranks_of(group2))
+        return _make(tuple(r for r in ranks_of(group1) if r in b), _me(group1, group2))
 
     Intersect = Intersection
 
     def Compare(self, group) -> int:
         """IDENT (same ranks, same order), SIMILAR (same ranks) or UNEQUAL."""
         if isinstance(self, BridgedGroup) or isinstance(group, BridgedGroup):
-            return _compare(_ranks_of(self), _ranks_of(group))
+            return _compare(ranks_of(self), ranks_of(group))
         return _native.Compare(self, group)
 
     def Translate_ranks(self, ranks=None, group=None) -> list[int]:
@@ -101,7 +101,7 @@ class Group(_native, metaclass=StandIn):
         if isinstance(self, BridgedGroup):  # called on the class: MPI.Group.Translate_ranks(g)
             return BridgedGroup.Translate_ranks(self, ranks, group)
         if isinstance(group, BridgedGroup):  # this one native: read as world ranks
-            return BridgedGroup(_ranks_of(self), -1).Translate_ranks(ranks, group)
+            return BridgedGroup(ranks_of(self), -1).Translate_ranks(ranks, group)
         return _native.Translate_ranks(self, ranks, group)
 
     @classmethod
@@ -109,8 +109,8 @@ class Group(_native, metaclass=StandIn):
         """The ranks of `group1` that are not in `group2`, in `group1`'s order."""
         if not isinstance(group1, BridgedGroup) and not isinstance(group2, BridgedGroup):
             return _native.Difference(group1, group2)
-        b = set(_ranks_of(group2))
-        return _make(tuple(r for r in _ranks_of(group1) if r not in b), _me(group1, group2))
+        b = set(ranks_of(group2))
+        return _make(tuple(r for r in ranks_of(group1) if r not in b), _me(group1, group2))
 
 
 def _me(*groups) -> int:
@@ -229,7 +229,7 @@ class BridgedGroup(Group):
         """
         if ranks is None:
             ranks = range(len(self._ranks))
-        where = None if group is None else {w: i for i, w in enumerate(_ranks_of(group))}
+        where = None if group is None else {w: i for i, w in enumerate(ranks_of(group))}
         out = []
         for r in ranks:
             if r == MPI.PROC_NULL:

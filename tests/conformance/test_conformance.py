@@ -100,3 +100,9 @@ def test_fortran_ordered_arrays(low, high):
 @pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
 def test_persistent_collectives_and_partitioned_calls(low, high):
     check_same("persistent.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", LAYOUTS)
+def test_intercommunicators(low, high):
+    check_same("intercomm.py", low, high)

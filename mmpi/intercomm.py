@@ -1,0 +1,421 @@
+"""The bridged intercommunicator: mpi4py's `Intercomm` API between two bridged groups.
+
+Point-to-point calls address the remote group (`_inter` Rule 1) and are those of every
+bridged communicator. A collective call is one on the local group's private communicator plus
+the leaders' messages (`_inter` Rule 2): a rooted call gives its data to the other group's
+leader, which spreads it in its group; an all-to-all call gathers at the leaders, which swap.
+Calls without such a form here (non-blocking and vector collectives, Split, ...) raise
+NotBridged by name.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+from . import _buffers, _inter
+from ._bridged import _Bridged, intracomm_class
+from ._coll_api import CollectiveMethods
+from ._create_api import CommunicatorMethods
+from ._group import BridgedGroup
+from ._native import MPI
+from ._persist_api import PersistentMethods
+from .errors import NotBridged, RootError, UsageError
+
+_BYTE = MPI.BYTE
+ROOT, PROC_NULL = MPI.ROOT, MPI.PROC_NULL
+# the leaders' messages on the intercommunicator's collective context, by call
+_T_BARRIER, _T_ROOTED, _T_SWAP = 1, 2, 3
+
+
+class Intercomm(_Bridged, MPI.Intercomm):
+    """An intercommunicator between two groups of the bridged world (mirrors mpi4py's)."""
+
+    # -- the groups ----------------------------------------------------------------------
+    def Get_size(self) -> int:
+        """The size of the local group."""
+        return len(self._core.local_members)
+
+    def Get_rank(self) -> int:
+        """The rank of this process in the local group."""
+        return self._core.rank
+
+    @property
+    def size(self) -> int:
+        """The size of the local group."""
+        return self.Get_size()
+
+    @property
+    def rank(self) -> int:
+        """The rank of this process in the local group."""
+        return self.Get_rank()
+
+    def Get_group(self):
+        """The local group."""
+        return BridgedGroup(self._core.local_members, self._core.engine.vrank)
+
+    @property
+    def group(self):
+        """The local group."""
+        return self.Get_group()
+
+    def Get_remote_size(self) -> int:
+        """The size of the remote group."""
+        return self._core.size
+
+    @property
+    def remote_size(self) -> int:
+        """The size of the remote group."""
+        return self._core.size
+
+    def Get_remote_group(self):
+        """The remote group."""
+        return BridgedGroup(self._core.members, self._core.engine.vrank)
+
+    @property
+    def remote_group(self):
+        """The remote group."""
+        return self.Get_remote_group()
+
+    def Is_inter(self) -> bool:
+        """True: an intercommunicator."""
+        return True
+
+    def Is_intra(self) -> bool:
+        """False: an intercommunicator."""
+        return False
+
+    @property
+    def is_inter(self) -> bool:
+        """True: an intercommunicator."""
+        return True
+
+    @property
+    def is_intra(self) -> bool:
+        """False: an intercommunicator."""
+        return False
+
+    # -- new communicators ---------------------------------------------------------------
+    def Dup(self, info=None):
+        """A new intercommunicator of the same groups."""
+        core = _inter.dup(self._core)
+        return self._wrap(core, self._name + "_dup" if self._name else "", type(self))
+
+    def Clone(self):
+        """As Dup."""
+        return self.Dup()
+
+    def Merge(self, high: bool = False):
+        """The intracommunicator of both groups: the group that gave `high` False first."""
+        core = self._core
+        mine = bool(high)
+        theirs = pickle.loads(self._swap(pickle.dumps(mine), "Merge")) \
+            if core.rank == 0 else None
+        theirs = self._local.bcast(theirs, 0)
+        if mine == theirs:
+            order = _inter.union_of(core.local_members, core.members)
+        else:
+            order = core.members + core.local_members if mine else \
+                core.local_members + core.members
+        return self._wrap(_inter.merge(core, order), "", intracomm_class())
+
+    def Free(self) -> None:
+        """Release this intercommunicator (after its pending operations)."""
+        if not self._core.freed:
+            self._core.free()
+
+    free = Free
+
+    def Disconnect(self) -> None:
+        """As Free."""
+        self.Free()
+
+    # -- the leaders' messages (Rule 2 of _inter) ----------------------------------------
+    @property
+    def _local(self):
+        """The bridged object over the local group's private communicator (made once)."""
+        core = self._core
+        if core.local_comm is None:
+            core.local_comm = intracomm_class()(core.local, "")
+        return core.local_comm
+
+    def _send(self, data, dest: int, call: str) -> None:
+        e = self._core.engine
+        op = e.p2p.isend(self._core.coll, memoryview(data).cast("B"), dest, _T_ROOTED)
+        e.wait_for(op.poll)
+        if op.error is not None:
+            raise op.error
+
+    def _recv(self, source: int, call: str) -> bytes:
+        e = self._core.engine
+        op = e.p2p.irecv(self._core.coll, None, source, _T_ROOTED, call)
+        e.wait_for(op.poll, op.remote)
+        if op.error is not None:
+            raise op.error
+        data = bytes(op.obj)
+        op.release()
+        return data
+
+    def _swap(self, data, call: str, tag: int = _T_SWAP) -> bytes:
+        """What the other leader sent for our `data` (called by the leaders only)."""
+        e, coll = self._core.engine, self._core.coll
+        send = e.p2p.isend(coll, memoryview(data).cast("B"), 0, tag)
+        recv = e.p2p.irecv(coll, None, 0, tag, call)
+        e.wait_for(lambda: send.poll() and recv.poll())
+        for op in (send, recv):
+            if op.error is not None:
+                raise op.error
+        out = bytes(recv.obj)
+        recv.release()
+        return out
+
+    def _root(self, root, call: str) -> int:
+        root = int(root)
+        if root in (ROOT, PROC_NULL) or 0 <= root < self._core.size:
+            return root
+        raise RootError(f"{call} on rank {self._core.rank}: root {root} is neither MPI.ROOT, "
+                        f"MPI.PROC_NULL nor a rank of the remote group of size "
+                        f"{self._core.size}")
+
+    def _check(self, call: str) -> None:
+        core = self._core
+        core.engine.check()
+        if core.freed:
+            raise UsageError(f"{call}: the intercommunicator has been freed")
+
+    # -- collectives, buffer forms -------------------------------------------------------
+    def Barrier(self) -> None:
+        """Nobody leaves before every process of both groups has entered."""
+        self._check("Barrier")
+        self._local.Barrier()
+        if self._core.rank == 0:
+            self._swap(b"", "Barrier", _T_BARRIER)
+        self._local.Barrier()
+
+    def Bcast(self, buf, root=0) -> None:
+        """From `root` (MPI.ROOT there, MPI.PROC_NULL in its group) to the other group."""
+        self._check("Bcast")
+        root = self._root(root, "Bcast")
+        if root == ROOT:
+            self._send(_buffers.as_view(buf, writable=False, op="Bcast"), 0, "Bcast")
+        elif root != PROC_NULL:
+            if self._core.rank == 0:
+                _fill(buf, self._recv(root, "Bcast"), "Bcast")
+            self._local.Bcast(buf, 0)
+
+    def Gather(self, sendbuf, recvbuf, root=0) -> None:
+        """The other group's blocks, in rank order, to `root`."""
+        self._check("Gather")
+        root = self._root(root, "Gather")
+        if root == ROOT:
+            _fill(recvbuf, self._recv(0, "Gather"), "Gather")
+        elif root != PROC_NULL:
+            mine = _buffers.as_view(sendbuf, writable=False, op="Gather")
+            got = self._gather(mine)
+            if got is not None:
+                self._send(got, root, "Gather")
+
+    def Scatter(self, sendbuf, recvbuf, root=0) -> None:
+        """`root`'s blocks, one to each rank of the other group."""
+        self._check("Scatter")
+        root = self._root(root, "Scatter")
+        if root == ROOT:
+            self._send(_buffers.as_view(sendbuf, writable=False, op="Scatter"), 0, "Scatter")
+        elif root != PROC_NULL:
+            n = _buffers.as_typed(recvbuf, writable=True, op="Scatter").nbytes
+            _buffers.take_unpacks()
+            all_ = self._recv(root, "Scatter") if self._core.rank == 0 else None
+            if all_ is not None and len(all_) != n * self.Get_size():
+                raise UsageError(f"Scatter on rank {self._core.rank}: the root sent "
+                                 f"{len(all_)} bytes for {self.Get_size()} blocks of {n}")
+            part = bytearray(n)
+            self._local.Scatter([all_, _BYTE] if all_ is not None else None,
+                                [part, _BYTE], 0)
+            _fill(recvbuf, part, "Scatter")
+
+    def Allgather(self, sendbuf, recvbuf) -> None:
+        """Every rank gets the other group's blocks, in rank order."""
+        self._check("Allgather")
+        mine = _buffers.as_view(sendbuf, writable=False, op="Allgather")
+        got = self._gather(mine)
+        theirs = self._swap(got, "Allgather") if got is not None else None
+        _fill(recvbuf, self._local.bcast(theirs, 0), "Allgather")
+
+    def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
+        """Every rank gets `op` over the other group's buffers."""
+        self._check("Allreduce")
+        part = self._reduce_here(sendbuf, op, "Allreduce")
+        theirs = self._swap(part, "Allreduce") if part is not None else None
+        _fill(recvbuf, self._local.bcast(theirs, 0), "Allreduce")
+
+    def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root=0) -> None:
+        """`op` over the other group's buffers, to `root`."""
+        self._check("Reduce")
+        root = self._root(root, "Reduce")
+        if root == ROOT:
+            _fill(recvbuf, self._recv(0, "Reduce"), "Reduce")
+        elif root != PROC_NULL:
+            part = self._reduce_here(sendbuf, op, "Reduce")
+            if part is not None:
+                self._send(part, root, "Reduce")
+
+    def Alltoall(self, sendbuf, recvbuf) -> None:
+        """Block j of rank i of one group to rank j of the other, as its block i."""
+        self._check("Alltoall")
+        mine = _buffers.as_view(sendbuf, writable=False, op="Alltoall")
+        nremote, nlocal = self._core.size, self.Get_size()
+        if len(mine) % max(nremote, 1):
+            raise UsageError(f"Alltoall on rank {self._core.rank}: {len(mine)} bytes are not "
+                             f"{nremote} equal blocks")
+        got = self._gather(mine)
+        blocks = None
+        if got is not None:
+            theirs = self._swap(got, "Alltoall")  # their rank i's blocks for our ranks
+            size = len(theirs) // max(nremote * nlocal, 1)
+            blocks = [b"".join(theirs[(i * nlocal + j) * size:(i * nlocal + j + 1) * size]
+                               for i in range(nremote)) for j in range(nlocal)]
+        _fill(recvbuf, self._local.scatter(blocks, 0), "Alltoall")
+
+    def _gather(self, mine) -> bytes | None:
+        """This group's equal blocks, in rank order, at its leader (None elsewhere)."""
+        n = len(mine)
+        tmp = bytearray(n * self.Get_size()) if self._core.rank == 0 else None
+        self._local.Gather([mine, _BYTE], [tmp, _BYTE] if tmp is not None else None, 0)
+        return tmp
+
+    def _reduce_here(self, sendbuf, op, call: str) -> bytearray | None:
+        """`op` over this group's buffers, at its leader, as bytes (None elsewhere)."""
+        t = _buffers.as_typed(sendbuf, writable=False, op=call)
+        spec = [t.view, t.count, t.dt]
+        out = bytearray(t.nbytes) if self._core.rank == 0 else None
+        self._local.Reduce(spec, [out, t.count, t.dt] if out is not None else None, op, 0)
+        return out
+
+    # -- collectives, object forms -------------------------------------------------------
+    def barrier(self) -> None:
+        """As Barrier."""
+        self.Barrier()
+
+    def bcast(self, obj, root=0):
+        """`root`'s object to every rank of the other group."""
+        self._check("bcast")
+        root = self._root(root, "bcast")
+        if root == ROOT:
+            self._send(pickle.dumps(obj), 0, "bcast")
+            return None
+        if root == PROC_NULL:
+            return None
+        got = pickle.loads(self._recv(root, "bcast")) if self._core.rank == 0 else None
+        return self._local.bcast(got, 0)
+
+    def gather(self, sendobj, root=0):
+        """The other group's objects, in rank order, at `root`."""
+        self._check("gather")
+        root = self._root(root, "gather")
+        if root == ROOT:
+            return pickle.loads(self._recv(0, "gather"))
+        if root == PROC_NULL:
+            return None
+        got = self._local.gather(sendobj, 0)
+        if got is not None:
+            self._send(pickle.dumps(got), root, "gather")
+        return None
+
+    def scatter(self, sendobj, root=0):
+        """`root`'s objects, one to each rank of the other group."""
+        self._check("scatter")
+        root = self._root(root, "scatter")
+        if root == ROOT:
+            objs = list(sendobj) if sendobj is not None else [None] * self._core.size
+            if len(objs) != self._core.size:
+                raise UsageError(f"scatter on rank {self._core.rank}: {len(objs)} objects "
+                                 f"for a remote group of {self._core.size}")
+            self._send(pickle.dumps(objs), 0, "scatter")
+            return None
+        if root == PROC_NULL:
+            return None
+        objs = pickle.loads(self._recv(root, "scatter")) if self._core.rank == 0 else None
+        return self._local.scatter(objs, 0)
+
+    def allgather(self, sendobj):
+        """The other group's objects, in rank order, on every rank."""
+        self._check("allgather")
+        got = self._local.gather(sendobj, 0)
+        theirs = pickle.loads(self._swap(pickle.dumps(got), "allgather")) \
+            if got is not None else None
+        return self._local.bcast(theirs, 0)
+
+    def alltoall(self, sendobj):
+        """sendobj[j] to rank j of the other group; what its ranks sent here, in order."""
+        self._check("alltoall")
+        objs = list(sendobj) if sendobj is not None else [None] * self._core.size
+        if len(objs) != self._core.size:
+            raise UsageError(f"alltoall on rank {self._core.rank}: {len(objs)} objects for a "
+                             f"remote group of {self._core.size}")
+        got = self._local.gather(objs, 0)
+        out = None
+        if got is not None:
+            theirs = pickle.loads(self._swap(pickle.dumps(got), "alltoall"))
+            out = [[row[j] for row in theirs] for j in range(self.Get_size())]
+        return self._local.scatter(out, 0)
+
+    def allreduce(self, sendobj, op=MPI.SUM):
+        """`op` over the other group's objects, on every rank."""
+        self._check("allreduce")
+        part = self._local.reduce(sendobj, op, 0)
+        theirs = pickle.loads(self._swap(pickle.dumps(part), "allreduce")) \
+            if self._core.rank == 0 else None
+        return self._local.bcast(theirs, 0)
+
+    def reduce(self, sendobj, op=MPI.SUM, root=0):
+        """`op` over the other group's objects, at `root`."""
+        self._check("reduce")
+        root = self._root(root, "reduce")
+        if root == ROOT:
+            return pickle.loads(self._recv(0, "reduce"))
+        if root == PROC_NULL:
+            return None
+        part = self._local.reduce(sendobj, op, 0)
+        if self._core.rank == 0:
+            self._send(pickle.dumps(part), root, "reduce")
+        return None
+
+
+def _fill(spec, data, call: str) -> None:
+    """Put the bytes `data` into the receive buffer `spec` (unpacked if derived)."""
+    t = _buffers.as_typed(spec, writable=True, op=call)
+    todo = _buffers.take_unpacks()
+    if len(data) > t.nbytes:
+        raise UsageError(f"{call}: {len(data)} bytes arrived for a receive buffer of "
+                         f"{t.nbytes}")
+    t.view[:len(data)] = data
+    for unpack in todo:
+        unpack()
+
+
+def _not_here(name: str):
+    def call(self, *args, **kwargs):
+        raise NotBridged(f"{name} is not bridged yet on an intercommunicator: mmpi provides "
+                         "its point-to-point calls, Barrier, Bcast, Gather, Scatter, "
+                         "Allgather, Allreduce, Reduce, Alltoall, their object forms, Dup and "
+                         "Merge")
+
+    call.__name__ = name
+    call.__doc__ = "Not bridged yet on an intercommunicator: raises NotBridged."
+    return call
+
+
+def _stub_intracomm_only() -> None:
+    """What a bridged intracommunicator has that this class lacks raises NotBridged."""
+    own = set(vars(Intercomm))
+    for mixin in (CollectiveMethods, PersistentMethods, CommunicatorMethods):
+        for name, attr in vars(mixin).items():
+            if not name.startswith("_") and name not in own and callable(attr):
+                setattr(Intercomm, name, _not_here(name))
+    for name in ("Compare", "Split", "Split_type", "Create", "Create_group", "Idup",
+                 "Idup_with_info", "Dup_with_info", "Create_intercomm", "Scan", "Exscan"):
+        setattr(Intercomm, name, _not_here(name))
+
+
+_stub_intracomm_only()
+
+__all__ = ["Intercomm"]

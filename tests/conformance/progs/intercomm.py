@@ -1,0 +1,111 @@
+"""Intercommunicators: made by Create_intercomm (groups of unequal size, both across the
+zipper and not) and Create_from_groups, their groups, point-to-point between the groups with
+wildcards, every bridged collective in buffer and object form with each root, Dup, Merge with
+both orders. Prints `rank R: <check> <v>`.
+"""
+
+import sys
+
+import numpy as np
+
+if sys.argv[1:2] == ["--mmpi"]:
+    from mmpi import MPI
+else:
+    from mpi4py import MPI
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+out = []
+
+
+def say(check, value):
+    out.append(f"rank {rank}: {check} {value}")
+
+
+def exercise(name, inter, color):
+    lr, ls, rs = inter.Get_rank(), inter.Get_size(), inter.Get_remote_size()
+    say(f"{name}.shape", (lr, ls, rs, inter.Is_inter(), inter.Get_remote_group().Get_size(),
+                          inter.Get_group().Get_rank()))
+    # point-to-point: each rank to remote rank lr % rs, received from anyone
+    inter.send((color, lr), dest=lr % rs, tag=3)
+    got = sorted(inter.recv(source=MPI.ANY_SOURCE, tag=3) for _ in
+                 range(sum(1 for r in range(rs) if r % ls == lr)))
+    buf = np.full(2, -1, "i")
+    req = inter.Irecv(buf, source=0, tag=4) if lr == 0 else None
+    if lr == 0:
+        inter.Send(np.array([color, 7], "i"), dest=0, tag=4)
+        req.Wait()
+    say(f"{name}.p2p", (got, buf.tolist()))
+    inter.Barrier()
+    inter.barrier()
+    # rooted calls: each rank of each group is the root once
+    for g in (0, 1):
+        nroots = ls if g == color else rs
+        for root in range(nroots):
+            b = np.full(3, -1.0)
+            gath = np.full(2 * rs, -1, "i")
+            sc = np.full(2, -1, "i")
+            red = np.full(2, -1.0)
+            if g == color:
+                who = MPI.ROOT if root == lr else MPI.PROC_NULL
+                if root == lr:
+                    b[:] = [root, color, 1.5]
+                inter.Bcast(b, root=who)
+                inter.Gather(np.array([lr, lr], "i"), gath, root=who)
+                sc_send = np.arange(2 * rs, dtype="i") * (root + 1)
+                inter.Scatter(sc_send, sc, root=who)
+                inter.Reduce(np.array([lr + 1.0, 2.0]), red, MPI.SUM, root=who)
+                ob = inter.bcast({"root": root, "c": color} if root == lr else None, root=who)
+                og = inter.gather(("g", lr), root=who)
+                osc = inter.scatter([("s", i, root) for i in range(rs)] if root == lr else
+                                    None, root=who)
+                ore = inter.reduce(lr + 1, op=MPI.PROD, root=who)
+            else:
+                inter.Bcast(b, root=root)
+                inter.Gather(np.array([lr, color], "i"), None, root=root)
+                inter.Scatter(None, sc, root=root)
+                inter.Reduce(np.array([lr + 1.0, 3.0]), None, MPI.SUM, root=root)
+                ob = inter.bcast(None, root=root)
+                og = inter.gather(("g", lr, color), root=root)
+                osc = inter.scatter(None, root=root)
+                ore = inter.reduce(lr + 1, op=MPI.PROD, root=root)
+            say(f"{name}.rooted{g}.{root}", (b.tolist(), gath.tolist(), sc.tolist(),
+                                              red.tolist(), ob, og, osc, ore))
+    # all-to-all calls
+    ag = np.full(rs, -1, "i")
+    inter.Allgather(np.array([lr * 10 + color], "i"), ag)
+    ar = np.zeros(2)
+    inter.Allreduce(np.array([lr + 1.0, color + 1.0]), ar, MPI.SUM)
+    a2a = np.full(rs, -1, "i")
+    inter.Alltoall(np.arange(rs, dtype="i") + 100 * lr + 1000 * color, a2a)
+    say(f"{name}.all", (ag.tolist(), ar.tolist(), a2a.tolist(),
+                        inter.allgather((lr, color)), inter.allreduce(lr + 1),
+                        inter.alltoall([(lr, j) for j in range(rs)])))
+
+
+# groups split across the zipper in the middle (Create_intercomm over COMM_WORLD)
+color = int(rank >= size // 2 + 1)  # unequal groups when size allows
+local = world.Split(color, rank)
+inter = local.Create_intercomm(0, world, 0 if color else size // 2 + 1, tag=11)
+exercise("split", inter, color)
+dup = inter.Dup()
+exercise("dup", dup, color)
+for high in (False, True):
+    merged = inter.Merge(high=bool(color) == high)
+    say(f"merge{int(high)}", (merged.Get_rank(), merged.Get_size(), merged.allgather(rank)))
+    merged.Free()
+dup.Free()
+inter.Free()
+local.Free()
+
+# even and odd ranks (each group on both sides of the zipper), Create_from_groups
+wg = world.Get_group()
+evens, odds = wg.Incl(list(range(0, size, 2))), wg.Incl(list(range(1, size, 2)))
+mine, other = (evens, odds) if rank % 2 == 0 else (odds, evens)
+inter2 = MPI.Intercomm.Create_from_groups(mine, 0, other, 0, "conformance")
+exercise("groups", inter2, rank % 2)
+inter2.Free()
+world.Barrier()
+every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
+if rank == 0:
+    print("\n".join(line for lines in every for line in lines), flush=True)
