@@ -60,6 +60,16 @@ class Typed:
 unpacks: list = []
 
 
+def _flat(raw: memoryview) -> memoryview:
+    """`raw` as one run of bytes.
+
+    An array with a zero in its shape has no bytes, and memoryview.cast refuses it.
+    """
+    if raw.format == "B" and raw.ndim == 1:
+        return raw
+    return raw.cast("B") if raw.nbytes else _EMPTY
+
+
 def take_unpacks() -> list:
     """The unpacks that parsing the last call's buffers left (and forget them)."""
     out = unpacks[:]
@@ -301,7 +311,7 @@ def as_typed(spec, *, writable: bool, op: str, blocks: int = 1) -> Typed:
     """
     known = _whole_array(spec, writable)  # the common case, without the general parsing
     if known is not None:
-        return Typed(memoryview(spec).cast("B"), spec.size, known[0], known[1])
+        return Typed(_flat(memoryview(spec)), spec.size, known[0], known[1])
     if spec is None or spec is MPI.BOTTOM:
         return Typed(_EMPTY, 0, MPI.BYTE, 1)
     buf, count, displ, dt = _split(spec, op)
@@ -316,7 +326,7 @@ def as_typed(spec, *, writable: bool, op: str, blocks: int = 1) -> Typed:
     if dt is None:
         dt = _infer(raw, op)
     dt, extent, base, plain = _datatype(dt, op)
-    flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    flat = _flat(raw)
     start = _count(displ, op, "displacement") * extent if displ is not None else 0
     if start > len(flat):
         raise BufferError_(f"{op}: displacement {displ} lies outside the buffer of "
@@ -427,7 +437,7 @@ def as_view(spec, *, writable: bool, op: str) -> memoryview:
         return _EMPTY
     if not isinstance(spec, (list, tuple)):
         raw = _bytes_of(spec, writable=writable, op=op)
-        return raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+        return _flat(raw)
     return as_typed(spec, writable=writable, op=op).view
 
 
@@ -485,7 +495,7 @@ def as_vector(spec, n: int, *, writable: bool, op: str) -> Vector:
     if not plain:
         raise NotBridged(f"{op}: v-collectives with the derived datatype {_name(dt)} are not "
                          "bridged yet (pack the data, or use a predefined datatype)")
-    flat = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    flat = _flat(raw)
     if counts is None:
         total = len(flat) // extent if extent else 0
         counts = [total // n + (total % n > i) for i in range(n)]

@@ -30,6 +30,14 @@ def test_bytes_and_none():
     assert len(as_view(None, writable=True, op="Recv")) == 0
 
 
+def test_array_with_a_zero_in_its_shape_is_empty():
+    # memoryview.cast refuses such a view: a Gather into (n, 0) arrays failed
+    for writable in (False, True):
+        t = as_typed(np.full((3, 0), -1, "i"), writable=writable, op="Gather")
+        assert t.count == 0 and t.nbytes == 0
+        assert len(as_view(np.zeros((0, 2)), writable=writable, op="Bcast")) == 0
+
+
 def test_non_contiguous_refused():
     a = np.arange(10)[::2]
     with pytest.raises(BufferError_, match="Send: buffer is not contiguous"):
