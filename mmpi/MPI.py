@@ -37,6 +37,7 @@ else:
         Win,
         _comm_lock,
         _comm_lock_table,
+        _commctx_inter,
         _commctx_intra,
         mpi_exceptions,
     )

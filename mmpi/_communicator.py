@@ -42,7 +42,7 @@ class Core:
         self._advancing = False
         self.freed = False
         self.locks: dict = {}  # the program's locks on this communicator (MPI._comm_lock)
-        self.pickled_ctx: list | None = None  # [duplicate, last tag] (MPI._commctx_intra)
+        self.pickled_ctx: list | None = None  # [duplicate, last tag, ...] (MPI._commctx_intra, _inter)
         engine.communicators.append(self)
 
     @property

@@ -336,6 +336,21 @@ def _commctx_intra(comm):
     return ctx[0], ctx[1]
 
 
+def _commctx_inter(comm):
+    """mpi4py's private duplicate of an intercommunicator, a fresh tag, a communicator of the
+    local group and whether that group is the low one; bridged ones too (see _commctx_intra).
+    """
+    if not isinstance(comm, BridgedIntercomm):
+        return MPI._commctx_inter(comm)
+    core = comm._core
+    if core.pickled_ctx is None:  # every rank's first such call: the Dups are collective
+        low = min(core.local_members) < min(core.members)
+        core.pickled_ctx = [comm.Dup(), 0, comm._local.Dup(), low]
+    ctx = core.pickled_ctx
+    ctx[1] = ctx[1] + 1 if ctx[1] < core.engine.tag_ub else 1
+    return ctx[0], ctx[1], ctx[2], ctx[3]
+
+
 def mpi_exceptions() -> None:
     """From now on the bridge's errors are also mpi4py MPI.Exceptions (`except` catches them).
 
@@ -358,4 +373,4 @@ def mpi_exceptions() -> None:
 
 __all__ = ["Comm", "Intracomm", "Intercomm", "COMM_SELF", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
            "Prequest", "Message", "Win", "File", "Attach_buffer", "Detach_buffer",
-           "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table", "_commctx_intra"]
+           "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table", "_commctx_intra", "_commctx_inter"]

@@ -104,6 +104,15 @@ evens, odds = wg.Incl(list(range(0, size, 2))), wg.Incl(list(range(1, size, 2)))
 mine, other = (evens, odds) if rank % 2 == 0 else (odds, evens)
 inter2 = MPI.Intercomm.Create_from_groups(mine, 0, other, 0, "conformance")
 exercise("groups", inter2, rank % 2)
+# mpi4py.util.pkl5 on an intercommunicator (it takes mpi4py's private duplicates of it)
+from mpi4py.util import pkl5  # noqa: E402
+
+p5 = pkl5.Intercomm(inter2)
+say("pkl5", (p5.allgather(("x", rank)), p5.bcast("from0" if inter2.Get_rank() == 0 and
+                                                   rank % 2 == 0 else None,
+                                                   root=(MPI.ROOT if rank == 0 else
+                                                         MPI.PROC_NULL) if rank % 2 == 0
+                                                   else 0)))
 inter2.Free()
 world.Barrier()
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
