@@ -129,9 +129,29 @@ def dup(inter: InterCore) -> InterCore:
     return build(_create.dup(inter.local), inter.local_members, inter.members, inter.tag)
 
 
+def split(inter: InterCore, mine: list, theirs: list, color: int, key: int) -> InterCore | None:
+    """Split: the ranks of both groups that gave `color`, each group ordered by key.
+
+    `mine` and `theirs`: every (color, key) of the local and of the remote group, by rank.
+    None (COMM_NULL) for MPI.UNDEFINED or where the remote side would be empty.
+    """
+    def chosen(pairs, members):
+        return tuple(members[r] for _, r in sorted((k, r) for r, (c, k) in enumerate(pairs)
+                                                   if c == color))
+
+    local = _create.split(inter.local, color, key)  # None for MPI.UNDEFINED
+    if local is None:
+        return None
+    there = chosen(theirs, inter.members)
+    if not there:
+        local.free()
+        return None
+    return build(local, chosen(mine, inter.local_members), there, inter.tag)
+
+
 def merge(inter: InterCore, order: tuple[int, ...]) -> Core:
     """The intracommunicator of both groups' ranks in `order` (world ranks)."""
     return _create.create_group(world_of(inter.engine), order, _T_UNION + inter.tag)
 
 
-__all__ = ["InterCore", "create", "from_groups", "dup", "merge", "fold", "union_of"]
+__all__ = ["InterCore", "create", "from_groups", "dup", "split", "merge", "fold", "union_of"]

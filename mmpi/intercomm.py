@@ -104,6 +104,33 @@ class Intercomm(_Bridged, MPI.Intercomm):
         """As Dup."""
         return self.Dup()
 
+    def Split(self, color: int = 0, key: int = 0):
+        """The intercommunicator of the ranks of both groups that gave `color`."""
+        self._check("Split")
+        color, key = int(color), int(key)
+        if color < 0 and color != MPI.UNDEFINED:
+            raise UsageError(f"Split on rank {self._core.rank}: color {color} must be >= 0 or "
+                             "MPI.UNDEFINED")
+        mine = self._local.allgather((color, key))
+        theirs = pickle.loads(self._swap(pickle.dumps(mine), "Split")) \
+            if self._core.rank == 0 else None
+        theirs = self._local.bcast(theirs, 0)
+        core = _inter.split(self._core, mine, theirs, color, key)
+        return MPI.COMM_NULL if core is None else self._wrap(core, "", type(self))
+
+    def Compare(self, comm) -> int:
+        """IDENT (the same), CONGRUENT (the same groups in order), SIMILAR or UNEQUAL."""
+        other = getattr(comm, "_core", None)
+        if other is self._core:
+            return MPI.IDENT
+        if not isinstance(other, _inter.InterCore):
+            return MPI.UNEQUAL
+        mine = (self._core.local_members, self._core.members)
+        if (other.local_members, other.members) == mine:
+            return MPI.CONGRUENT
+        same = set(other.local_members) == set(mine[0]) and set(other.members) == set(mine[1])
+        return MPI.SIMILAR if same else MPI.UNEQUAL
+
     def Merge(self, high: bool = False):
         """The intracommunicator of both groups: the group that gave `high` False first."""
         core = self._core
@@ -396,8 +423,8 @@ def _not_here(name: str):
     def call(self, *args, **kwargs):
         raise NotBridged(f"{name} is not bridged yet on an intercommunicator: mmpi provides "
                          "its point-to-point calls, Barrier, Bcast, Gather, Scatter, "
-                         "Allgather, Allreduce, Reduce, Alltoall, their object forms, Dup and "
-                         "Merge")
+                         "Allgather, Allreduce, Reduce, Alltoall, their object forms, Dup, Split, "
+                         "Compare and Merge")
 
     call.__name__ = name
     call.__doc__ = "Not bridged yet on an intercommunicator: raises NotBridged."
@@ -409,9 +436,10 @@ def _stub_intracomm_only() -> None:
     own = set(vars(Intercomm))
     for mixin in (CollectiveMethods, PersistentMethods, CommunicatorMethods):
         for name, attr in vars(mixin).items():
-            if not name.startswith("_") and name not in own and callable(attr):
+            if not name.startswith("_") and name not in own and callable(attr) and \
+                    "attr" not in name and "keyval" not in name:  # attributes work
                 setattr(Intercomm, name, _not_here(name))
-    for name in ("Compare", "Split", "Split_type", "Create", "Create_group", "Idup",
+    for name in ("Split_type", "Create", "Create_group", "Idup",
                  "Idup_with_info", "Dup_with_info", "Create_intercomm", "Scan", "Exscan"):
         setattr(Intercomm, name, _not_here(name))
 

@@ -94,6 +94,16 @@ for high in (False, True):
     merged = inter.Merge(high=bool(color) == high)
     say(f"merge{int(high)}", (merged.Get_rank(), merged.Get_size(), merged.allgather(rank)))
     merged.Free()
+say("compare", (inter.Compare(inter) == MPI.IDENT, inter.Compare(dup) == MPI.CONGRUENT))
+# Split: by parity of the local rank, the key reversing the order; UNDEFINED leaves out
+part = inter.Split(MPI.UNDEFINED if inter.Get_rank() == 2 else inter.Get_rank() % 2,
+                   -inter.Get_rank())
+if part == MPI.COMM_NULL:
+    say("split_part", None)
+else:
+    say("split_part", (part.Get_rank(), part.Get_size(), part.Get_remote_size(),
+                       part.allgather(rank)))
+    part.Free()
 dup.Free()
 inter.Free()
 local.Free()
