@@ -42,7 +42,8 @@ class Core:
         self._advancing = False
         self.freed = False
         self.locks: dict = {}  # the program's locks on this communicator (MPI._comm_lock)
-        self.pickled_ctx: list | None = None  # [duplicate, last tag, ...] (MPI._commctx_intra, _inter)
+        # [duplicate, last tag, ...] (MPI._commctx_intra, _commctx_inter)
+        self.pickled_ctx: list | None = None
         engine.communicators.append(self)
 
     @property
@@ -143,7 +144,8 @@ class Core:
 
     def busy(self) -> bool:
         """Whether calls on this communicator are pending: collectives, posted receives,
-        synchronous sends within the cluster not acknowledged yet (the answer comes on it)."""
+        synchronous sends within the cluster not acknowledged yet (the answer comes on it).
+        """
         if self.pending or self.p2p.queues.posted or self.coll.queues.posted:
             return True
         ids = (self.p2p.id, self.coll.id)

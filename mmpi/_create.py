@@ -146,8 +146,10 @@ def create_group(parent: Core, world_ranks: tuple[int, ...], tag: int) -> Core:
 
 
 def group_parts(parent: Core, world_ranks: tuple[int, ...], tag: int, call: str):
-    """(members, native communicator, context pair) of a communicator of the group
-    `world_ranks` that only its members make (Create_group; intercommunicators)."""
+    """(members, native communicator, context pair) of the communicator of `world_ranks`.
+
+    Only its members make it (Create_group; intercommunicators).
+    """
     members = _members(parent, world_ranks, call)
     if parent.rank not in members:
         raise UsageError(f"{call} on rank {parent.rank}: only the group's members "

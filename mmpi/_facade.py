@@ -14,15 +14,15 @@ import sys
 import threading
 import zlib
 
-from ._bridged import _Bridged, copy_of, subclass_copy
 from . import _inter
+from ._bridged import _Bridged, copy_of, subclass_copy
 from ._group import BridgedGroup, ranks_of
-from .intercomm import Intercomm as BridgedIntercomm
 from ._native import MPI
 from ._p2p_api import attached
 from ._prequest import Prequest as BridgedPrequest
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError, NotBridged
+from .intercomm import Intercomm as BridgedIntercomm
 from .request import Request
 
 
@@ -337,8 +337,10 @@ def _commctx_intra(comm):
 
 
 def _commctx_inter(comm):
-    """mpi4py's private duplicate of an intercommunicator, a fresh tag, a communicator of the
-    local group and whether that group is the low one; bridged ones too (see _commctx_intra).
+    """mpi4py's private duplicate of an intercommunicator and its companions, bridged too.
+
+    (duplicate, a fresh tag, a communicator of the local group, whether that group is the
+    low one), as mpi4py's; see _commctx_intra.
     """
     if not isinstance(comm, BridgedIntercomm):
         return MPI._commctx_inter(comm)
@@ -371,6 +373,7 @@ def mpi_exceptions() -> None:
             })
 
 
-__all__ = ["Comm", "Intracomm", "Intercomm", "COMM_SELF", "Topocomm", "Cartcomm", "Graphcomm", "Distgraphcomm",
-           "Prequest", "Message", "Win", "File", "Attach_buffer", "Detach_buffer",
-           "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table", "_commctx_intra", "_commctx_inter"]
+__all__ = ["Comm", "Intracomm", "Intercomm", "COMM_SELF", "Topocomm", "Cartcomm",
+           "Graphcomm", "Distgraphcomm", "Prequest", "Message", "Win", "File", "Attach_buffer",
+           "Detach_buffer", "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table",
+           "_commctx_intra", "_commctx_inter"]

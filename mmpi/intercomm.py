@@ -303,7 +303,7 @@ class Intercomm(_Bridged, MPI.Intercomm):
         _fill(recvbuf, self._local.scatter(blocks, 0), "Alltoall")
 
     def _gather(self, mine) -> bytes | None:
-        """This group's equal blocks, in rank order, at its leader (None elsewhere)."""
+        """The equal blocks of this group, in rank order, at its leader (None elsewhere)."""
         n = len(mine)
         tmp = bytearray(n * self.Get_size()) if self._core.rank == 0 else None
         self._local.Gather([mine, _BYTE], [tmp, _BYTE] if tmp is not None else None, 0)
