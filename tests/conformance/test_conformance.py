@@ -106,3 +106,19 @@ def test_persistent_collectives_and_partitioned_calls(low, high):
 @pytest.mark.parametrize("low,high", LAYOUTS)
 def test_intercommunicators(low, high):
     check_same("intercomm.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
+def test_mpi4py_futures_pool_and_comm_executors(low, high):
+    # MPIPoolExecutor under `python -m mpi4py.futures` (manager and workers joined by an
+    # intercommunicator), and MPICommExecutor inside a program
+    prog = str(PROGS / "futures.py")
+    for args in (["-m", "mpi4py.futures", prog], [prog, "--comm"]):
+        native = _run(["mpiexec", "-n", str(low + high), sys.executable, *args], 120)
+        assert native.returncode == 0, native.output[-3000:]
+        bridged = _run([*mmpi_run_cmd(), "--low", str(low), "--high", str(high),
+                        sys.executable, *args], 150)
+        assert bridged.returncode == 0, bridged.output[-4000:]
+        want, got = _results(native.stdout), _results(bridged.stdout)
+        assert want and want == got, f"native {want}\nbridged {got}\n{bridged.output[-2000:]}"
