@@ -16,7 +16,7 @@ from ._message import Message
 from ._native import MPI
 from ._op import Op, completed
 from ._prequest import Prequest
-from .errors import BufferError_, RankError, TagError
+from .errors import BufferError_, RankError, TagError, TruncationError
 from .request import BridgedRequest
 
 ANY_SOURCE = MPI.ANY_SOURCE
@@ -45,6 +45,17 @@ class _Attached:
 
 
 attached = _Attached
+
+
+def _irecv_room(buf) -> int:
+    """The bytes an object irecv can take: its buffer's, or mpi4py.rc.irecv_bufsz."""
+    if buf is None:
+        import mpi4py
+
+        return int(getattr(mpi4py.rc, "irecv_bufsz", 32768))
+    if isinstance(buf, int):
+        return buf
+    return memoryview(buf).nbytes
 
 
 def as_int(value, what: str, call: str) -> int:
@@ -369,6 +380,27 @@ class PointToPointMethods:
         want = self._recv_tag(tag, "irecv")
         if src == PROC_NULL:
             return BridgedRequest(completed(), pickled=True)
+        op = e.p2p.irecv(self._core.p2p, None, src, want, "irecv")
+        # as mpi4py's: the object must fit `buf`, or mpi4py.rc.irecv_bufsz bytes without one
+        room = _irecv_room(buf)
+
+        def fits(nbytes: int) -> None:
+            if nbytes > room:
+                op.fail(TruncationError(
+                    f"irecv on rank {self._core.rank}: message from rank {op.source} with tag "
+                    f"{op.tag} has {nbytes} bytes but the receive buffer holds only {room} "
+                    "(mpi4py.rc.irecv_bufsz, or the buf given; MPI_ERR_TRUNCATE)"))
+
+        op.after = [fits]
+        return BridgedRequest(op, pickled=True)
+
+    def _recv_obj(self, source, tag) -> BridgedRequest:
+        """A receive of a pickled object of any size (recv, sendrecv: mpi4py probes first)."""
+        e = self._live()
+        src = self._source(source, "recv")
+        want = self._recv_tag(tag, "recv")
+        if src == PROC_NULL:
+            return BridgedRequest(completed(), pickled=True)
         return BridgedRequest(e.p2p.irecv(self._core.p2p, None, src, want, "recv"),
                               pickled=True)
 
@@ -376,12 +408,12 @@ class PointToPointMethods:
         """Receive a pickled object."""
         if buf is not None:
             warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)
-        return self.irecv(None, source, tag).wait(status)
+        return self._recv_obj(source, tag).wait(status)
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
         """Send an object and receive one."""
-        r = self.irecv(recvbuf, source, recvtag)
+        r = self._recv_obj(source, recvtag)
         s = self.isend(sendobj, dest, sendtag)
         s.Wait()
         return r.wait(status)

@@ -16,7 +16,8 @@ def _lines(text: str) -> list[str]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("opts", [
     ("errors=default",), ("errors=fatal",), ("errors=abort", "initialize=false"),
-    ("finalize=false",), ("thread_level=serialized",)], ids=" ".join)
+    ("finalize=false",), ("thread_level=serialized",),
+    ("irecv_bufsz=64", "recv_mprobe=false", "fast_reduce=false")], ids=" ".join)
 def test_rc_options_hold_bridged(native, bridged, opts):
     want = native("rc_options.py", *opts, n=4, timeout=100)
     assert want.returncode == 0, want.output[-3000:]
