@@ -10,6 +10,7 @@ NotBridged by name.
 
 from __future__ import annotations
 
+import inspect
 import pickle
 
 from . import _buffers, _inter
@@ -439,6 +440,18 @@ def _stub_intracomm_only() -> None:
             if not name.startswith("_") and name not in own and callable(attr) and \
                     "attr" not in name and "keyval" not in name:  # attributes work
                 setattr(Intercomm, name, _not_here(name))
+    # and every call of mpi4py's Intercomm that no bridged class provides (ULFM, Spawn,
+    # ...): on the null native handle it would fail with MPI's raw "invalid communicator"
+    mine = set()
+    for base in Intercomm.__mro__:
+        if base.__module__.startswith("mpi4py"):
+            break
+        mine |= set(vars(base))
+    for name in dir(MPI.Intercomm):
+        raw = inspect.getattr_static(MPI.Intercomm, name)
+        if not name.startswith("_") and name not in mine and \
+                type(raw).__name__ in ("cython_function_or_method", "method_descriptor"):
+            setattr(Intercomm, name, _not_here(name))
     for name in ("Split_type", "Create", "Create_group", "Idup",
                  "Idup_with_info", "Dup_with_info", "Create_intercomm", "Scan", "Exscan"):
         setattr(Intercomm, name, _not_here(name))

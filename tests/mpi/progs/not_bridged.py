@@ -54,6 +54,7 @@ half = world.Split(rank % 2, rank)
 inter = half.Create_intercomm(0, world, 1 - rank % 2)
 outcome("Intercomm.Ibcast", lambda: inter.Ibcast(bytearray(1), root=MPI.PROC_NULL))
 outcome("Intercomm.Gatherv", lambda: inter.Gatherv(None, None, root=MPI.PROC_NULL))
+outcome("Intercomm.Is_revoked", lambda: inter.Is_revoked())  # mpi4py's, on no native handle
 inter.Free()
 outcome("Intercomm", lambda: MPI.Intercomm(world))
 # no native handle for a communicator across two jobs: said why, not "not yet"
