@@ -136,8 +136,8 @@ class Core:
         e = self.engine
         if self in e.communicators:
             e.communicators.remove(self)
-        e.retired(self.coll.id, self.calls)  # again at release, if calls are still pending
         if self.busy() and not e.finalized:
+            e.retired(self.coll.id, self.calls)  # in case finalize comes before the release
             e.background.append(self._release_when_idle)
             return
         self.release()

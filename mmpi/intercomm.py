@@ -113,9 +113,7 @@ class Intercomm(_Bridged, MPI.Intercomm):
             raise UsageError(f"Split on rank {self._core.rank}: color {color} must be >= 0 or "
                              "MPI.UNDEFINED")
         mine = self._local.allgather((color, key))
-        theirs = pickle.loads(self._swap(pickle.dumps(mine), "Split")) \
-            if self._core.rank == 0 else None
-        theirs = self._local.bcast(theirs, 0)
+        theirs = self._theirs(mine, "Split")
         core = _inter.split(self._core, mine, theirs, color, key)
         return MPI.COMM_NULL if core is None else self._wrap(core, "", type(self))
 
@@ -136,9 +134,7 @@ class Intercomm(_Bridged, MPI.Intercomm):
         """The intracommunicator of both groups: the group that gave `high` False first."""
         core = self._core
         mine = bool(high)
-        theirs = pickle.loads(self._swap(pickle.dumps(mine), "Merge")) \
-            if core.rank == 0 else None
-        theirs = self._local.bcast(theirs, 0)
+        theirs = self._theirs(mine, "Merge")
         if mine == theirs:
             order = _inter.union_of(core.local_members, core.members)
         else:
@@ -195,6 +191,15 @@ class Intercomm(_Bridged, MPI.Intercomm):
         out = bytes(recv.obj)
         recv.release()
         return out
+
+    def _theirs(self, obj, call: str):
+        """The other group's `obj` (its leader's), on every rank of this group.
+
+        Only this group's leader's `obj` goes over.
+        """
+        theirs = pickle.loads(self._swap(pickle.dumps(obj), call)) \
+            if self._core.rank == 0 else None
+        return self._local.bcast(theirs, 0)
 
     def _root(self, root, call: str) -> int:
         root = int(root)
@@ -367,10 +372,7 @@ class Intercomm(_Bridged, MPI.Intercomm):
     def allgather(self, sendobj):
         """The other group's objects, in rank order, on every rank."""
         self._check("allgather")
-        got = self._local.gather(sendobj, 0)
-        theirs = pickle.loads(self._swap(pickle.dumps(got), "allgather")) \
-            if got is not None else None
-        return self._local.bcast(theirs, 0)
+        return self._theirs(self._local.gather(sendobj, 0), "allgather")
 
     def alltoall(self, sendobj):
         """sendobj[j] to rank j of the other group; what its ranks sent here, in order."""
@@ -389,10 +391,7 @@ class Intercomm(_Bridged, MPI.Intercomm):
     def allreduce(self, sendobj, op=MPI.SUM):
         """`op` over the other group's objects, on every rank."""
         self._check("allreduce")
-        part = self._local.reduce(sendobj, op, 0)
-        theirs = pickle.loads(self._swap(pickle.dumps(part), "allreduce")) \
-            if self._core.rank == 0 else None
-        return self._local.bcast(theirs, 0)
+        return self._theirs(self._local.reduce(sendobj, op, 0), "allreduce")
 
     def reduce(self, sendobj, op=MPI.SUM, root=0):
         """`op` over the other group's objects, at `root`."""
