@@ -14,8 +14,11 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # A zombie is gone for our purposes (its parent, mpiexec, may not have reaped it yet).
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:  # reaped between the two looks: gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
 
 
 @pytest.mark.timeout(90)
