@@ -65,7 +65,7 @@ def alive(pid: int) -> bool:
     """Whether `pid` runs; a zombie nobody reaps (PID 1 here does not) counts as dead."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or reaped mid-read
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
