@@ -457,7 +457,7 @@ class Engine:
             # One of them may be waiting for this rank itself to take a message.
             unreceived.extend(self._discard_unexpected(wait=False))
             hopeless = time.monotonic() - _GONE_GRACE
-            return all([op.poll() or (op.peer in self.gone and self.gone[op.peer][1] < hopeless)
+            return self.p2p.outbox.reap() and all([op.poll() or (op.peer in self.gone and self.gone[op.peer][1] < hopeless)
                         for op in pending])
 
         self.wait_for(settled)

@@ -28,7 +28,7 @@ from ._context import Context
 from ._flow import Flow
 from ._large import Reassembly, Spares
 from ._native import MPI
-from ._op import Op
+from ._op import Op, Outbox
 from .errors import ProtocolError, TruncationError
 from .wire import protocol as P
 
@@ -85,6 +85,7 @@ class PointToPoint:
         self.spares = Spares()
         self.monitor = None  # a _monitor.Monitor while monitoring is on
         self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
+        self.outbox = Outbox()  # and the eager forwarded ones, complete for the program
         self._stripes: dict[tuple[int, int], Reassembly] = {}
         self._sid = 0
         self._xfer = 0
@@ -130,6 +131,8 @@ class PointToPoint:
             op.start([ctx.comm.Isend([view, n, _BYTE], local, tag)])
         else:
             self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag)
+            if op.done:
+                return op
         self.sends.append(op)
         if len(self.sends) > 256:
             self.sends = [s for s in self.sends if not s.done]
@@ -192,8 +195,14 @@ class PointToPoint:
             buf = bytearray(P.ENVELOPE_SIZE + n)
             P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n, flags, sync)
             buf[P.ENVELOPE_SIZE:] = view
-            op.keep = buf
-            op.start([self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)])
+            req = self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)
+            if sync:
+                op.keep = buf
+                op.start([req])
+            else:  # the bytes are ours now: done for the program (see Outbox)
+                self.outbox.add(req, buf)
+                op.done = op.matched = True
+                return []
         elif n < self.stripe_min or sync:
             env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
                              self.next_xfer(), flags, sync)
@@ -338,6 +347,10 @@ class PointToPoint:
             op.fail(self._truncated(recv, m))
             return
         view, data = recv.view, m.data
+        if not m.natives and m.more is None and credit is None and m.spare is None:
+            view[: m.nbytes] = data  # an eager message: its bytes are all here
+            op.start([])
+            return
 
         def copy() -> None:
             view[: m.nbytes] = data

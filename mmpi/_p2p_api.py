@@ -70,13 +70,15 @@ def as_int(value, what: str, call: str) -> int:
         raise TypeError(f"{call}: {what} must be an integer, got {value!r}") from None
 
 
-def fill_status(status, source: int, tag: int, nbytes: int) -> None:
+def fill_status(status, source: int, tag: int, nbytes: int, error=None,
+                cancelled: bool = False) -> None:
     """Write a received message's envelope into an MPI.Status (if one was given)."""
     if status is not None:
         status.Set_source(source)
         status.Set_tag(tag)
         status.Set_elements(MPI.BYTE, nbytes)
-        status.Set_error(MPI.SUCCESS)
+        status.Set_error(MPI.SUCCESS if error is None else MPI.ERR_OTHER)
+        status.Set_cancelled(cancelled)
 
 
 class PointToPointMethods:
@@ -129,9 +131,14 @@ class PointToPointMethods:
 
     def _send_op(self, buf, dest, tag, call: str, mode: str = "") -> Op:
         """Start a send; mode "s" synchronous, "b" buffered, else standard (and ready)."""
-        e = self._live()
-        dest = self._dest(dest, call)
-        tag = self._send_tag(tag, call)
+        core = self._core
+        e = core.engine
+        if e.finalized:
+            e.check()
+        if type(dest) is not int or not 0 <= dest < core.size:  # else checked already
+            dest = self._dest(dest, call)
+        if type(tag) is not int or not 0 <= tag <= self._tag_ub:
+            tag = self._send_tag(tag, call)
         view = as_view(buf, writable=False, op=call)
         if dest == PROC_NULL:
             return completed()
@@ -143,17 +150,29 @@ class PointToPointMethods:
         return e.p2p.isend(self._core.p2p, view, dest, tag, sync=mode == "s")
 
     def _irecv(self, buf, source, tag, call: str) -> BridgedRequest:
-        e = self._live()
-        src = self._source(source, call)
-        want = self._recv_tag(tag, call)
+        return BridgedRequest(self._recv_op(buf, source, tag, call))
+
+    def _recv_op(self, buf, source, tag, call: str) -> Op:
+        core = self._core
+        e = core.engine
+        if e.finalized:
+            e.check()
+        if type(source) is int and 0 <= source < core.size:  # else checked below
+            src = source
+        else:
+            src = self._source(source, call)
+        if type(tag) is int and 0 <= tag <= self._tag_ub:
+            want = tag
+        else:
+            want = self._recv_tag(tag, call)
         view = as_view(buf, writable=True, op=call)
         if src == PROC_NULL:
             _buffers.unpacks.clear()
-            return BridgedRequest(completed())
-        op = e.p2p.irecv(self._core.p2p, view, src, want, call)
+            return completed()
+        op = e.p2p.irecv(core.p2p, view, src, want, call)
         if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
             op.after = _buffers.take_unpacks()
-        return BridgedRequest(op)
+        return op
 
     def Isend(self, buf, dest, tag=0):
         """Start a standard-mode send."""
@@ -161,7 +180,11 @@ class PointToPointMethods:
 
     def Send(self, buf, dest, tag=0) -> None:
         """Blocking standard-mode send."""
-        self._isend(buf, dest, tag, "Send").Wait()
+        op = self._send_op(buf, dest, tag, "Send")
+        if not op.done:  # a small forwarded message is done at once (see _op.Outbox)
+            self._core.engine.wait_for(op.poll, op.remote)
+        if op.error is not None:
+            raise op.error
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start a receive."""
@@ -169,7 +192,13 @@ class PointToPointMethods:
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> None:
         """Blocking receive."""
-        self._irecv(buf, source, tag, "Recv").Wait(status)
+        op = self._recv_op(buf, source, tag, "Recv")
+        if not op.done:
+            self._core.engine.wait_for(op.poll, op.remote)
+        if status is not None:
+            fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)
+        if op.error is not None:
+            raise op.error
 
     def Ssend(self, buf, dest, tag=0) -> None:
         """Synchronous send: returns once a receive has matched the message."""
