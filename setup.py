@@ -1,10 +1,12 @@
 """The compiled parts, built where a C compiler is present; mmpi works without them.
 
-`_mmpi_crelay` (the forwarder's relay loop in C, forwarder/_crelay.c; a top-level module, so
-that a source checkout's `forwarder` package on the path does not hide it) is compiled against the MPI headers and
-library of the `mpich` wheel, the MPI that mpi4py loads here (MPICH's ABI, libmpi.so.12). If
-they or a compiler are missing, or the build fails, the install goes on without it and the
-forwarder uses its Python relay, saying so in its start-up line.
+`_mmpi_crelay` (the forwarder's relay loop in C, forwarder/_crelay.c) and `_mmpi_crank` (the
+ranks' crossing path, mmpi/_crank.c) are top-level modules, so that a source checkout's
+packages on the path do not hide them, compiled against the MPI headers and library of the
+`mpich` wheel, the MPI that mpi4py loads here (MPICH's ABI, libmpi.so.12). If they or a
+compiler are missing, or a build fails, the install goes on without it: the forwarder uses its
+Python relay and the ranks their Python path, saying so (the forwarder's start-up line,
+`mmpi-run --verbose`).
 """
 
 from __future__ import annotations
@@ -45,13 +47,14 @@ def _extensions() -> list[Extension]:
         print("mmpi: no MPICH headers found; the forwarder will use its Python relay")
         return []
     return [Extension(
-        "_mmpi_crelay", ["forwarder/_crelay.c"],
+        name, [source],
         include_dirs=[str(prefix / "include")], library_dirs=[str(prefix / "lib")],
         libraries=["mpi"], extra_compile_args=["-O2", "-std=c99"],
         # site-packages -> <prefix>/lib, for an import before mpi4py's
         extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
         optional=True,
-    )]
+    ) for name, source in (("_mmpi_crelay", "forwarder/_crelay.c"),
+                           ("_mmpi_crank", "mmpi/_crank.c"))]
 
 
 setup(ext_modules=_extensions())

@@ -106,7 +106,7 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
 
     `links` (control, data) join it to each forwarder: wait for their layout, start the engine.
     """
-    from . import _group, request
+    from . import _fastpath, _group, request
     from ._communicator import world as make_world
     from ._engine import Engine
     from .comm import Comm
@@ -128,6 +128,9 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
         chunk=min(b["chunk"] for b in layouts),
         stripe_min=stripe_min or env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),
     )
+    if engine.local_rank == 0 and os.environ.get("MMPI_VERBOSE"):
+        print(f"mmpi: {cluster} cluster's crossing path {_fastpath.describe(engine.fast)}",
+              file=sys.stderr, flush=True)
     core = make_world(engine)
     request.bind(engine)
     _group.bind(engine.layout.vranks(engine.cluster))

@@ -86,6 +86,9 @@ class PointToPoint:
         self.monitor = None  # a _monitor.Monitor while monitoring is on
         self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
         self.outbox = Outbox()  # and the eager forwarded ones, complete for the program
+        fast = engine.fast  # the compiled path, or None (_fastpath)
+        self.csend = fast.send_eager if fast is not None else None
+        self.handles = [ctrl.handle for ctrl, _ in self.links]
         self._stripes: dict[tuple[int, int], Reassembly] = {}
         self._sid = 0
         self._xfer = 0
@@ -138,6 +141,45 @@ class PointToPoint:
             self.sends = [s for s in self.sends if not s.done]
         return op
 
+    def send_now(self, ctx: Context, view: memoryview, dest: int, tag: int) -> bool:
+        """Send a small message to rank `dest` of the other cluster, done at once (see
+        _op.Outbox); False, having done nothing, for any other message.
+
+        Blocking Send's short way: no operation object, no wait.
+        """
+        if len(view) > self.eager_max or ctx.local_of[dest] >= 0 or self.monitor is not None:
+            return False
+        world = ctx.world_of[dest]
+        route = P.route(self.vrank, world, self.nfwd)
+        if self.csend is not None:
+            self.csend(self.handles[route], P.T_EAGER, self.vrank, world, tag, ctx.id, 0, 0,
+                       view)
+            return True
+        n = len(view)
+        buf = bytearray(P.ENVELOPE_SIZE + n)
+        P.pack_eager_into(buf, self.vrank, world, tag, ctx.id, n)
+        buf[P.ENVELOPE_SIZE:] = view
+        self.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER), buf)
+        return True
+
+    def recv_now(self, ctx: Context, view: memoryview, source: int | None,
+                 tag: int | None) -> Arrived | None:
+        """Receive into `view` a forwarded small message that has arrived already and fits;
+        the message, or None, having done nothing, if there is no such message.
+
+        Blocking Recv's short way: no operation object, no wait.
+        """
+        for m in ctx.queues.unexpected:
+            if (source is None or source == m.source) and (tag is None or tag == m.tag):
+                if m.data is None or m.natives or m.more is not None or m.credit is not None \
+                        or m.spare is not None or m.pull is not None or m.nbytes > len(view):
+                    return None
+                ctx.queues.take(m)
+                self._matched(m)
+                view[: m.nbytes] = m.data
+                return m
+        return None
+
     def _isend_sync(self, op: Op, ctx: Context, view: memoryview, dest: int, tag: int) -> None:
         local = ctx.local_of[dest]
         if local >= 0:
@@ -153,6 +195,11 @@ class PointToPoint:
             return
         self.syncs[key] = op
         op.start(natives, more=lambda: key not in self.syncs)
+
+    def sent_all(self) -> bool:
+        """Whether every eager forwarded send has left this rank (finalize waits for it)."""
+        fast = self.engine.fast
+        return self.outbox.reap() and (fast is None or fast.reap())
 
     def next_id(self) -> int:
         """A new id for a synchronous or deferred send of this rank."""
@@ -192,6 +239,11 @@ class PointToPoint:
         if n > self.eager_max and not self.flow.spend(dest, n):
             self.flow.defer(op, ctx.id, view, dest, tag, route, sync)  # protocol Rule 7
         elif n <= self.eager_max:
+            if self.csend is not None and not sync:  # the same, compiled (_crank.c)
+                self.csend(self.handles[route], P.T_EAGER, self.vrank, dest, tag, ctx.id, 0, 0,
+                           view)
+                op.done = op.matched = True
+                return []
             buf = bytearray(P.ENVELOPE_SIZE + n)
             P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n, flags, sync)
             buf[P.ENVELOPE_SIZE:] = view

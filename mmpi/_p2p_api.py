@@ -180,7 +180,16 @@ class PointToPointMethods:
 
     def Send(self, buf, dest, tag=0) -> None:
         """Blocking standard-mode send."""
-        op = self._send_op(buf, dest, tag, "Send")
+        core = self._core
+        if type(dest) is int and type(tag) is int and 0 <= dest < core.size \
+                and 0 <= tag <= self._tag_ub and not core.engine.finalized:
+            # checked: the short way for a small message across (as few steps as can be)
+            view = as_view(buf, writable=False, op="Send")
+            if core.engine.p2p.send_now(core.p2p, view, dest, tag):
+                return
+            op = core.engine.p2p.isend(core.p2p, view, dest, tag)
+        else:
+            op = self._send_op(buf, dest, tag, "Send")
         if not op.done:  # a small forwarded message is done at once (see _op.Outbox)
             self._core.engine.wait_for(op.poll, op.remote)
         if op.error is not None:
@@ -192,7 +201,25 @@ class PointToPointMethods:
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> None:
         """Blocking receive."""
-        op = self._recv_op(buf, source, tag, "Recv")
+        core = self._core
+        e = core.engine
+        src = want = -1
+        if type(source) is int and type(tag) is int and not e.finalized:
+            src = source if 0 <= source < core.size else None if source == ANY_SOURCE else -1
+            want = tag if 0 <= tag <= self._tag_ub else None if tag == ANY_TAG else -1
+        if src != -1 and want != -1:  # checked: the short way, as few steps as can be
+            view = as_view(buf, writable=True, op="Recv")
+            if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
+                op = e.p2p.irecv(core.p2p, view, src, want, "Recv")
+                op.after = _buffers.take_unpacks()
+            else:
+                m = e.p2p.recv_now(core.p2p, view, src, want)  # a small one come already
+                if m is not None:
+                    fill_status(status, m.source, m.tag, m.nbytes)
+                    return
+                op = e.p2p.irecv(core.p2p, view, src, want, "Recv")
+        else:
+            op = self._recv_op(buf, source, tag, "Recv")
         if not op.done:
             self._core.engine.wait_for(op.poll, op.remote)
         if status is not None:

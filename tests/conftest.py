@@ -77,6 +77,11 @@ _COMPILED = importlib.util.find_spec("_mmpi_crelay") is not None
 RELAYS = [pytest.param("compiled", marks=pytest.mark.skipif(
     not _COMPILED, reason="the compiled relay was not built (no C compiler at install)")),
     "python"]
+# Likewise the ranks' crossing path (MMPI_RANK_PATH).
+_RANK_COMPILED = importlib.util.find_spec("_mmpi_crank") is not None
+RANK_PATHS = [pytest.param("compiled", marks=pytest.mark.skipif(
+    not _RANK_COMPILED, reason="the compiled rank path was not built (no C compiler at install)")),
+    "python"]
 
 
 def mmpi_run_cmd() -> list[str]:

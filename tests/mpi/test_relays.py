@@ -1,17 +1,18 @@
-"""The Python relay (the reference, and the fallback without a compiler) under real jobs.
+"""The Python paths (the reference, and the fallback without a compiler) under real jobs.
 
-Every other bridged test runs on the forwarder's default relay, the compiled one where the
-install built it; these run the same programs with MMPI_RELAY=python, so both relays pass the
-same point-to-point, collective, striping, soak and fuzz checks (the fake link runs both too).
+Every other bridged test runs on the default paths, the compiled ones where the install built
+them: the forwarder's relay and the ranks' crossing path. These run the same programs with
+MMPI_RELAY=python and MMPI_RANK_PATH=python, so both pass the same point-to-point, collective,
+striping, soak and fuzz checks (the fake link runs both relays too).
 """
 
 import re
 
 import pytest
-from conftest import RELAYS
+from conftest import RANK_PATHS, RELAYS
 
 pytestmark = pytest.mark.mpi
-PY = {"MMPI_RELAY": "python"}
+PY = {"MMPI_RELAY": "python", "MMPI_RANK_PATH": "python"}
 
 
 @pytest.mark.timeout(120)
@@ -50,3 +51,21 @@ def test_fuzz_on_the_python_relay(bridged):
     job = bridged("commfuzz.py", "31", "5", low=1, high=3, env=PY, timeout=100)
     assert job.returncode == 0, job.output[-4000:]
     assert job.stdout.count("fuzz ok") == 4, job.output[-3000:]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("path", RANK_PATHS)
+def test_the_ranks_name_their_crossing_path(bridged, path):
+    job = bridged("p2p_suite.py", low=1, high=1, launcher_args=("--verbose",),
+                  env={"MMPI_RANK_PATH": path})
+    assert job.returncode == 0, job.output
+    for cluster in ("low", "high"):
+        assert f"mmpi: {cluster} cluster's crossing path {path}" in job.output, job.output
+
+
+@pytest.mark.timeout(60)
+def test_an_unknown_rank_path_is_refused_by_name(bridged):
+    job = bridged("p2p_suite.py", low=1, high=1, env={"MMPI_RANK_PATH": "fast"})
+    assert job.returncode != 0
+    assert "MMPI_RANK_PATH='fast': expected one of auto, compiled, python" in job.output, \
+        job.output

@@ -1,0 +1,208 @@
+/* The ranks' side of a crossing, compiled: a small message out, and everything a forwarder
+ * has sent in, each in one call instead of a handful of interpreted ones.
+ *
+ * The same bytes and rules as the Python path (mmpi/_p2p.py and mmpi/_op.py's Outbox, the
+ * reference, and the fallback where no compiler was found at install):
+ *   send_eager   packs the envelope (mmpi/wire/protocol.py) and the payload into a buffer of
+ *                its own, starts the send to the forwarder and keeps the request: the
+ *                program's send is complete at once, its buffer free (the Outbox's rule).
+ *   reap         forgets the sends that have completed; True once none is left (finalize).
+ *   drain        receives every message waiting on one forwarder link, in arrival order,
+ *                as (tag, bytearray) pairs for the engine to hand on (None if there is none).
+ * All run with the GIL held: each is a few MPI calls that never block.
+ *
+ * Built against MPICH's ABI (libmpi.so.12), the library mpi4py loads with the mpich wheel,
+ * as forwarder/_crelay.c is: communicators are passed as mpi4py's integer handles. Installed
+ * as the top-level module `_mmpi_crank`.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* mmpi/wire/protocol.py: the envelope "<BBHiiiiQIII" */
+#define VERSION 2
+#define K_P2P 1
+#define ENVELOPE_SIZE 40
+
+typedef struct {
+    MPI_Request req;
+    char *buf;
+} Out;
+
+static Out *outbox = NULL;
+static int nout = 0, capout = 0, limit = 64;
+static MPI_Request *reqs = NULL; /* scratch for Testsome */
+static int *done = NULL;
+
+static PyObject *mpi_error(const char *call, int rc) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return PyErr_Format(PyExc_RuntimeError, "_mmpi_crank: %s failed: %s", call, msg);
+}
+
+/* Forget the completed sends; -1 (with an exception set) on an MPI error. */
+static int reap_sends(void) {
+    if (nout == 0) return 0;
+    int ndone = 0, rc;
+    for (int i = 0; i < nout; i++) reqs[i] = outbox[i].req;
+    rc = MPI_Testsome(nout, reqs, &ndone, done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        mpi_error("MPI_Testsome", rc);
+        return -1;
+    }
+    if (ndone > 0 && ndone != MPI_UNDEFINED) {
+        for (int k = 0; k < ndone; k++) {
+            free(outbox[done[k]].buf);
+            outbox[done[k]].buf = NULL;
+        }
+        int j = 0;
+        for (int i = 0; i < nout; i++)
+            if (outbox[i].buf != NULL) outbox[j++] = outbox[i];
+        nout = j;
+    }
+    /* a forwarder slow to take them: test less often as they pile up, not on every send */
+    limit = nout * 2 > 64 ? nout * 2 : 64;
+    return 0;
+}
+
+static int grow(void) {
+    int cap = capout ? capout * 2 : 256;
+    Out *o = realloc(outbox, (size_t)cap * sizeof(Out));
+    if (!o) return -1;
+    outbox = o;
+    MPI_Request *r = realloc(reqs, (size_t)cap * sizeof(MPI_Request));
+    if (!r) return -1;
+    reqs = r;
+    int *d = realloc(done, (size_t)cap * sizeof(int));
+    if (!d) return -1;
+    done = d;
+    capout = cap;
+    return 0;
+}
+
+static void put32(char *at, int32_t v) { memcpy(at, &v, 4); }
+
+static PyObject *send_eager(PyObject *self, PyObject *args) {
+    unsigned long long comm;
+    int mpitag, src, dst, tag, ctx, flags;
+    unsigned int aux;
+    Py_buffer payload;
+    if (!PyArg_ParseTuple(args, "KiiiiiiIy*", &comm, &mpitag, &src, &dst, &tag, &ctx, &flags,
+                          &aux, &payload))
+        return NULL;
+    Py_ssize_t n = payload.len;
+    if (n > INT32_MAX - ENVELOPE_SIZE) {
+        PyBuffer_Release(&payload);
+        return PyErr_Format(PyExc_ValueError, "_mmpi_crank: an eager message of %zd bytes", n);
+    }
+    if (nout == capout && grow() < 0) {
+        PyBuffer_Release(&payload);
+        return PyErr_NoMemory();
+    }
+    char *buf = malloc(ENVELOPE_SIZE + (size_t)n);
+    if (!buf) {
+        PyBuffer_Release(&payload);
+        return PyErr_NoMemory();
+    }
+    uint16_t f = (uint16_t)flags;
+    uint64_t nb = (uint64_t)n;
+    uint32_t zero = 0;
+    buf[0] = VERSION;
+    buf[1] = K_P2P;
+    memcpy(buf + 2, &f, 2);
+    put32(buf + 4, src);
+    put32(buf + 8, dst);
+    put32(buf + 12, tag);
+    put32(buf + 16, ctx);
+    memcpy(buf + 20, &nb, 8);
+    memcpy(buf + 28, &zero, 4); /* chunk */
+    memcpy(buf + 32, &zero, 4); /* xfer */
+    memcpy(buf + 36, &aux, 4);
+    memcpy(buf + ENVELOPE_SIZE, payload.buf, (size_t)n);
+    PyBuffer_Release(&payload);
+    MPI_Request req;
+    int rc = MPI_Isend(buf, ENVELOPE_SIZE + (int)n, MPI_BYTE, 0, mpitag, (MPI_Comm)comm, &req);
+    if (rc != MPI_SUCCESS) {
+        free(buf);
+        return mpi_error("MPI_Isend", rc);
+    }
+    outbox[nout].req = req;
+    outbox[nout].buf = buf;
+    nout++;
+    if (nout >= limit && reap_sends() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *reap(PyObject *self, PyObject *noargs) {
+    if (reap_sends() < 0) return NULL;
+    return PyBool_FromLong(nout == 0);
+}
+
+static PyObject *pending(PyObject *self, PyObject *noargs) { return PyLong_FromLong(nout); }
+
+static PyObject *drain(PyObject *self, PyObject *args) {
+    unsigned long long comm;
+    if (!PyArg_ParseTuple(args, "K", &comm)) return NULL;
+    PyObject *got = NULL;
+    for (;;) {
+        int flag = 0, count = 0, rc;
+        MPI_Message msg;
+        MPI_Status st;
+        rc = MPI_Improbe(0, MPI_ANY_TAG, (MPI_Comm)comm, &flag, &msg, &st);
+        if (rc != MPI_SUCCESS) {
+            Py_XDECREF(got);
+            return mpi_error("MPI_Improbe", rc);
+        }
+        if (!flag) break;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        PyObject *ba = PyByteArray_FromStringAndSize(NULL, count);
+        if (!ba) {
+            Py_XDECREF(got);
+            return NULL; /* the message stays matched: the job is failing anyway */
+        }
+        rc = MPI_Mrecv(PyByteArray_AS_STRING(ba), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            Py_DECREF(ba);
+            Py_XDECREF(got);
+            return mpi_error("MPI_Mrecv", rc);
+        }
+        if (!got && !(got = PyList_New(0))) {
+            Py_DECREF(ba);
+            return NULL;
+        }
+        PyObject *item = Py_BuildValue("(iN)", st.MPI_TAG, ba);
+        if (!item || PyList_Append(got, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(got);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    if (!got) Py_RETURN_NONE;
+    return got;
+}
+
+static PyMethodDef methods[] = {
+    {"send_eager", send_eager, METH_VARARGS,
+     "send_eager(comm, mpitag, src, dst, tag, context, flags, aux, payload): envelope and "
+     "payload to the forwarder on `comm`, sent from a buffer of our own."},
+    {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
+    {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
+    {"drain", drain, METH_VARARGS,
+     "drain(comm): [(tag, bytearray), ...] of every message waiting on `comm`, or None."},
+    {NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
+                                    "The ranks' crossing path, compiled.", -1, methods};
+
+PyMODINIT_FUNC PyInit__mmpi_crank(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    PyModule_AddIntConstant(m, "ENVELOPE_SIZE", ENVELOPE_SIZE);
+    PyModule_AddIntConstant(m, "VERSION", VERSION);
+    return m;
+}
