@@ -9,7 +9,9 @@
  *   reap         forgets the sends that have completed; True once none is left (finalize).
  *   drain        receives every message waiting on one forwarder link, in arrival order,
  *                as (tag, bytearray) pairs for the engine to hand on (None if there is none).
- * All run with the GIL held: each is a few MPI calls that never block.
+ *   wait_link    a wait's first rounds: probe a link and yield the CPU, a few times over,
+ *                without the GIL; a round holds the core for a fraction of an interpreted one.
+ * All but wait_link run with the GIL held: each is a few MPI calls that never block.
  *
  * Built against MPICH's ABI (libmpi.so.12), the library mpi4py loads with the mpich wheel,
  * as forwarder/_crelay.c is: communicators are passed as mpi4py's integer handles. Installed
@@ -18,6 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +189,25 @@ static PyObject *drain(PyObject *self, PyObject *args) {
     return got;
 }
 
+static PyObject *wait_link(PyObject *self, PyObject *args) {
+    unsigned long long comm;
+    int rounds, flag = 0, rc = MPI_SUCCESS;
+    if (!PyArg_ParseTuple(args, "Ki", &comm, &rounds)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < rounds; i++) {
+        rc = MPI_Iprobe(0, MPI_ANY_TAG, (MPI_Comm)comm, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || flag) break;
+        sched_yield();
+    }
+    Py_END_ALLOW_THREADS
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Iprobe", rc);
+    return PyBool_FromLong(flag);
+}
+
 static PyMethodDef methods[] = {
+    {"wait_link", wait_link, METH_VARARGS,
+     "wait_link(comm, rounds): probe `comm`, yielding the CPU between probes, up to `rounds` "
+     "times, without the GIL; whether a message is there."},
     {"send_eager", send_eager, METH_VARARGS,
      "send_eager(comm, mpitag, src, dst, tag, context, flags, aux, payload): envelope and "
      "payload to the forwarder on `comm`, sent from a buffer of our own."},

@@ -176,6 +176,15 @@ class PointToPointMethods:
 
     def Isend(self, buf, dest, tag=0):
         """Start a standard-mode send."""
+        core = self._core
+        if type(dest) is int and type(tag) is int and 0 <= dest < core.size \
+                and 0 <= tag <= self._tag_ub and not core.engine.finalized:
+            view = as_view(buf, writable=False, op="Isend")  # checked: Send's short way
+            if core.engine.p2p.send_now(core.p2p, view, dest, tag):
+                op = Op()
+                op.done = True
+                return BridgedRequest(op)
+            return BridgedRequest(core.engine.p2p.isend(core.p2p, view, dest, tag))
         return self._isend(buf, dest, tag, "Isend")
 
     def Send(self, buf, dest, tag=0) -> None:
