@@ -4,7 +4,8 @@ The engine owns what every communicator shares: the cluster's native world, the 
 forwarders, the registry of contexts, and the two transports that use them (`_p2p` for
 point-to-point messages, `_crossing` for collectives' small crossings). Communicators talk to
 it through `register`/`unregister` (their contexts), the transports, the waits
-(`wait_for`, `wait_one`, `wait_all`, `test`) and `enter`/`leave` around a collective.
+(`wait_for`, `wait_one`, `wait_all`, `test`) and `departures` (`_departures`: `enter` and
+`leave` around a collective). `fast` is the compiled crossing path (`_fastpath`), or None.
 
 Rule 1: nothing here blocks inside MPI. Waits poll `progress()` with back-off, so a rank that
         waits for one thing keeps draining the forwarder link; the forwarder can then never
@@ -17,7 +18,7 @@ Rule 2: a test (Test, Iprobe, ...) that finds nothing progresses once and return
 Rule 3: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never completed, a receive from it that nothing has matched
         a grace period later (from any source, once every other rank has left), a Probe
-        likewise. MPI itself would hang there.
+        likewise. MPI itself would hang there (see `_departures`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from collections.abc import Callable
 from . import _fastpath
 from ._context import Context
 from ._crossing import Crossings
+from ._departures import Departures
 from ._native import MPI
 from ._op import PENDING
 from ._p2p import PointToPoint
-from .errors import ForwarderLost, ProtocolError, RankGone, StateError
+from .errors import ForwarderLost, ProtocolError, StateError
 from .wire import protocol as P
 from .wire.backoff import Backoff, yield_cpu
 from .wire.knobs import env_float, env_int
@@ -57,10 +59,6 @@ _TESTS = range(_TESTS_PER_YIELD)
 _FIRST = range(32)
 _BATCH = 4  # the same rounds in batches, compiled
 _FIRST_BATCHES = range(32 // _BATCH)
-# Seconds a receive from a rank that has left may still wait: its last messages may still be
-# on their way (through another forwarder, say), and a loaded machine can hold a process off
-# the CPU for a while.
-_GONE_GRACE = 3.0
 # A test that comes within this many seconds of the last fruitless one continues a polling
 # loop; one that comes later follows other work, and does not back off.
 _TEST_GAP = 20e-6
@@ -96,11 +94,11 @@ class Engine:
         self._bye_acks = 0
         # Ranks that have said goodbye: world rank -> (collective calls they completed, per
         # collective context id; when we heard).
-        self.gone: dict[int, tuple[dict[int, int], float]] = {}
+        self.departures = Departures(self)
+        self.gone = self.departures.gone  # read here; written by the departures only
         # Collective calls completed on freed communicators, per collective context id (the
         # most over the communicators that had it: ids are reused), for the goodbye.
         self._freed_calls: dict[int, int] = {}
-        self._current = None  # the communicator whose collective this rank is in, if any
         self._closing = False
         self._waiting = Backoff()  # for waits (one at a time: none is made inside another)
         self._test_wait = Backoff()  # for user loops of Test / Iprobe (Rule 2)
@@ -175,12 +173,13 @@ class Engine:
         if did:
             self._tested = 0.0  # a polling loop of tests starts afresh (see `test`)
         if self.gone and not self._closing:
-            self._check_gone()
+            self.departures.check()
         return did
 
     def in_flight(self) -> bool:
         """Whether a non-blocking collective or a posted receive waits for progress (asked by
-        the progress thread without the lock: sends and matched receives it keeps itself)."""
+        the progress thread without the lock: sends and matched receives it keeps itself).
+        """
         if self.background:
             return True
         try:
@@ -226,73 +225,12 @@ class Engine:
             body = P.decode_control(buf, ("rank", "colls"))
             if body["rank"] != self.vrank:
                 colls = {int(k): v for k, v in dict(body["colls"]).items()}
-                self.gone.setdefault(body["rank"], (colls, time.monotonic()))
+                self.departures.heard(body["rank"], colls)
         elif tag == P.T_BYE_ACK:
             self._bye_acks += 1
         else:
             raise ProtocolError(f"rank {self.vrank}: unexpected control tag {tag} "
                                 "from the forwarder")
-
-    # -- ranks that have left (Rule 3) ---------------------------------------------------
-    def enter(self, comm) -> None:
-        """A collective call on `comm` (a communicator core) starts on this rank."""
-        self._current = comm
-        if self.gone:
-            self._check_gone()
-
-    def leave(self) -> None:
-        """The collective call entered last has ended (completed or failed)."""
-        self._current = None
-
-    def collective_gone(self, comm, call: int, name: str) -> RankGone | None:
-        """The RankGone for collective call number `call` on `comm` if a member has left."""
-        for rank, (colls, _) in self.gone.items():
-            r = comm.p2p.from_world.get(rank)
-            if r is not None and colls.get(comm.coll.id, 0) <= call:
-                return RankGone(
-                    f"{name} on rank {comm.rank}: rank {r} has already finalized (or exited) "
-                    f"after {colls.get(comm.coll.id, 0)} collective call(s); this is call "
-                    f"{call + 1}, which it will never join"
-                )
-        return None
-
-    def _check_gone(self) -> None:
-        """Fail what waits for a rank that has left."""
-        cur = self._current
-        if cur is not None:
-            error = self.collective_gone(cur, cur.calls, cur.call_name)
-            if error is not None:
-                raise error
-        for ctx in self.context_list:
-            for recv in list(ctx.queues.posted):
-                error = self.doomed(ctx, recv.call, recv.source, recv.tag, "receive")
-                if error is not None:
-                    self.p2p.fail_posted(ctx, recv, error)
-
-    def doomed(self, ctx: Context, call: str, source: int | None, tag: int | None,
-               what: str) -> RankGone | None:
-        """The RankGone for a wait that a rank's departure has made hopeless, else None.
-
-        The wait (`what`: receive, probe) is for a message on `ctx` from rank `source`
-        (None: any) with `tag`. Hopeless only once the notice is a grace period old: its last
-        messages may still be arriving.
-        """
-        if not self.gone:
-            return None
-        settled = time.monotonic() - _GONE_GRACE
-        if source is not None:
-            left = self.gone.get(ctx.world_of[source])
-            if left is None or left[1] > settled:
-                return None
-            who = f"rank {source} has"
-        else:
-            others = [w for w in ctx.world_of if w != self.vrank]
-            if not all(w in self.gone and self.gone[w][1] <= settled for w in others):
-                return None
-            who = "every other rank has"  # only then is an ANY_SOURCE wait hopeless
-        return RankGone(f"{call} on rank {self.vrank}: {who} already finalized (or exited) "
-                        f"and sent nothing that matches this {what} "
-                        f"(tag {tag if tag is not None else 'ANY_TAG'})")
 
     # -- waiting -------------------------------------------------------------------------
     def wait_for(self, ready: Callable[[], bool], remote: bool = False) -> None:
@@ -480,9 +418,8 @@ class Engine:
         def settled() -> bool:
             # One of them may be waiting for this rank itself to take a message.
             unreceived.extend(self._discard_unexpected(wait=False))
-            hopeless = time.monotonic() - _GONE_GRACE
-            return self.p2p.sent_all() and all([op.poll() or (op.peer in self.gone and self.gone[op.peer][1] < hopeless)
-                        for op in pending])
+            left = self.departures.settled
+            return self.p2p.sent_all() and all([op.poll() or left(op.peer) for op in pending])
 
         self.wait_for(settled)
         return [f"to rank {op.peer} (tag {op.tag}), which finalized without receiving it"
@@ -501,7 +438,7 @@ class Engine:
         self._discards: list = []
         self._unreceived = unreceived = self._discard_unexpected(wait=False)
         abandoned = self._flush_sends()
-        # The collective calls this rank completed, per communicator (see collective_gone).
+        # The collective calls this rank completed, per communicator (collective_gone reads them).
         # A freed one counts too: the notice may reach a rank still in that communicator's
         # last call, which this rank has finished. Where freed communicators shared an id,
         # the most calls: a slower rank is never told a finished call will not be joined.

@@ -20,7 +20,8 @@ from .wire import protocol as P
 from .wire.knobs import env_int
 
 if TYPE_CHECKING:
-    from ._p2p import Arrived, PointToPoint
+    from ._matching import Arrived
+    from ._p2p import PointToPoint
 
 _BYTE = MPI.BYTE
 BUDGET = env_int("MMPI_RECV_BUDGET", 256 << 20, minimum=1 << 20)

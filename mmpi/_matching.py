@@ -1,5 +1,7 @@
 """MPI message matching for one communicator context: posted and unexpected queues. No MPI.
 
+The transport (`_p2p`) queues its records here: `Posted` receives and `Arrived` messages.
+
 Rule 1: a receive matches the earliest-arrived unexpected message it accepts; an arriving
         message matches the earliest-posted receive that accepts it. Together with arrival
         order per sender (guaranteed by each transport) this is MPI's non-overtaking rule.
@@ -33,6 +35,36 @@ R = TypeVar("R", bound=Wanted)
 def accepts(want_source: int | None, want_tag: int | None, source: int, tag: int) -> bool:
     """Whether a receive for (want_source, want_tag) accepts a message from source with tag."""
     return (want_source is None or want_source == source) and (want_tag is None or want_tag == tag)
+
+
+class Posted:
+    """A posted receive: what it accepts and where the bytes go (view None = allocate)."""
+
+    __slots__ = ("source", "tag", "view", "op", "call")
+
+    def __init__(self, source, tag, view, op, call: str) -> None:
+        self.source, self.tag, self.view, self.op, self.call = source, tag, view, op, call
+
+
+class Arrived:
+    """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
+
+    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare",
+                 "sync", "ctx", "pull", "credit")
+
+    def __init__(self, source, tag, nbytes, message=None, data=None, natives=None, sync=None,
+                 ctx=None):
+        self.source, self.tag, self.nbytes = source, tag, nbytes
+        self.message = message  # MPI.Message for a same-cluster message
+        self.data = data  # payload of a forwarded message (may still be filling)
+        self.natives = natives or []  # chunk receives still filling `data`
+        self.more = None  # for a striped message: True once every stripe is in
+        self.spare = None  # (pool, buffer) holding `data`, to give back once copied out
+        self.sync = sync  # a synchronous send: its id (forwarded, > 0), -1 - its arrival
+        #                   number (same cluster), or None
+        self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
+        self.pull = None  # a deferred large message: (sender, id) to pull its data with
+        self.credit = None  # a large message under the sender's credit: (sender, bytes)
 
 
 class MatchQueues(Generic[M, R]):

@@ -102,11 +102,11 @@ def completed(source: int = MPI.PROC_NULL, tag: int = ANY_TAG) -> Op:
 
 
 class Outbox:
-    """Sends whose bytes are a copy of our own (eager forwarded messages): complete for the
-    program as soon as they are handed to MPI, their native requests reaped here in batches.
+    """Sends of bytes copied out (eager forwarded messages), reaped here in batches.
 
-    The program's buffer is free once copied out, so a standard send of a small message
-    needs no wait and no request of its own: the cheapest send there is.
+    They are complete for the program as soon as they are handed to MPI: its buffer is free
+    once copied out, so a standard send of a small message needs no wait and no request of
+    its own, the cheapest send there is.
     """
 
     __slots__ = ("reqs", "bufs", "_limit")

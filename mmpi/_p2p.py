@@ -27,6 +27,7 @@ from . import _op
 from ._context import Context
 from ._flow import Flow
 from ._large import Reassembly, Spares
+from ._matching import Arrived, Posted
 from ._native import MPI
 from ._op import Op, Outbox
 from .errors import ProtocolError, TruncationError
@@ -39,36 +40,6 @@ _BYTE = MPI.BYTE
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
 _ID = 8  # bytes of a same-cluster acknowledgement: the synchronous send's arrival number
-
-
-class Posted:
-    """A posted receive: what it accepts and where the bytes go (view None = allocate)."""
-
-    __slots__ = ("source", "tag", "view", "op", "call")
-
-    def __init__(self, source, tag, view, op: Op, call: str) -> None:
-        self.source, self.tag, self.view, self.op, self.call = source, tag, view, op, call
-
-
-class Arrived:
-    """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
-
-    __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare",
-                 "sync", "ctx", "pull", "credit")
-
-    def __init__(self, source, tag, nbytes, message=None, data=None, natives=None, sync=None,
-                 ctx=None):
-        self.source, self.tag, self.nbytes = source, tag, nbytes
-        self.message = message  # MPI.Message for a same-cluster message
-        self.data = data  # payload of a forwarded message (may still be filling)
-        self.natives = natives or []  # chunk receives still filling `data`
-        self.more = None  # for a striped message: True once every stripe is in
-        self.spare = None  # (pool, buffer) holding `data`, to give back once copied out
-        self.sync = sync  # a synchronous send: its id (forwarded, > 0), -1 - its arrival
-        #                   number (same cluster), or None
-        self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
-        self.pull = None  # a deferred large message: (sender, id) to pull its data with
-        self.credit = None  # a large message under the sender's credit: (sender, bytes)
 
 
 class PointToPoint:
@@ -142,11 +113,7 @@ class PointToPoint:
         return op
 
     def send_now(self, ctx: Context, view: memoryview, dest: int, tag: int) -> bool:
-        """Send a small message to rank `dest` of the other cluster, done at once (see
-        _op.Outbox); False, having done nothing, for any other message.
-
-        Blocking Send's short way: no operation object, no wait.
-        """
+        """Send's short way: a small message across, done at once (_op.Outbox); else False."""
         if len(view) > self.eager_max or ctx.local_of[dest] >= 0 or self.monitor is not None:
             return False
         world = ctx.world_of[dest]
@@ -155,20 +122,15 @@ class PointToPoint:
             self.csend(self.handles[route], P.T_EAGER, self.vrank, world, tag, ctx.id, 0, 0,
                        view)
             return True
-        n = len(view)
-        buf = bytearray(P.ENVELOPE_SIZE + n)
-        P.pack_eager_into(buf, self.vrank, world, tag, ctx.id, n)
+        buf = bytearray(P.ENVELOPE_SIZE + len(view))
+        P.pack_eager_into(buf, self.vrank, world, tag, ctx.id, len(view))
         buf[P.ENVELOPE_SIZE:] = view
         self.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER), buf)
         return True
 
     def recv_now(self, ctx: Context, view: memoryview, source: int | None,
                  tag: int | None) -> Arrived | None:
-        """Receive into `view` a forwarded small message that has arrived already and fits;
-        the message, or None, having done nothing, if there is no such message.
-
-        Blocking Recv's short way: no operation object, no wait.
-        """
+        """Recv's short way: a small forwarded message come already, if it fits; else None."""
         for m in ctx.queues.unexpected:
             if (source is None or source == m.source) and (tag is None or tag == m.tag):
                 if m.data is None or m.natives or m.more is not None or m.credit is not None \
@@ -553,4 +515,4 @@ class PointToPoint:
         recv.op.fail(error)
 
 
-__all__ = ["PointToPoint", "Posted", "Arrived"]
+__all__ = ["PointToPoint"]

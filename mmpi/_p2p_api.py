@@ -394,7 +394,7 @@ class PointToPointMethods:
             if m is not None:
                 found.append(m)
                 return True
-            error = e.doomed(ctx, "Probe", src, want, "probe")
+            error = e.departures.doomed(ctx, "Probe", src, want, "probe")
             if error is not None:
                 raise error
             return False

@@ -82,7 +82,7 @@ def blocking(core: Core, name: str, steps: Generator):
         core.flush()
     core.start(name)
     e = core.engine
-    e.enter(core)
+    e.departures.enter(core)
     try:
         try:
             w = steps.send(None)
@@ -91,7 +91,7 @@ def blocking(core: Core, name: str, steps: Generator):
         except StopIteration as stop:
             result = stop.value
     finally:
-        e.leave()
+        e.departures.leave()
     core.calls += 1
     return result
 
@@ -125,7 +125,7 @@ class Pending(Op):
                 self.waiting = self.steps.send(None)
                 moved = True
             if core.engine.gone:
-                error = core.engine.collective_gone(core, core.calls, self.name)
+                error = core.engine.departures.collective_gone(core, core.calls, self.name)
                 if error is not None:
                     raise error
             while True:
