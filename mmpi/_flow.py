@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._large import send_large
 from ._native import MPI
 from ._op import Op
 from .wire import protocol as P
@@ -96,7 +97,8 @@ class Flow:
         p2p = self.p2p
         env = P.Envelope(P.K_P2P, p2p.vrank, src, 0, 0, len(record.view), p2p.chunk,
                          p2p.next_xfer(), P.F_PULLED, mid)
-        record.natives = p2p.send_large(P.route(p2p.vrank, src, p2p.nfwd), env, record.view)
+        record.natives = send_large(p2p.links[P.route(p2p.vrank, src, p2p.nfwd)], env,
+                                    record.view)
 
     def on_credit(self, src: int, nbytes: int) -> None:
         """Receiver `src` consumed `nbytes` of early data: that much may go again."""

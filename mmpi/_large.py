@@ -1,4 +1,4 @@
-"""Large forwarded messages on the receiving side: spare buffers, and stripes put together.
+"""Large forwarded messages: how they are sent; spare buffers, and stripes put together.
 
 A large message that cannot go straight into a user's buffer lands in a spare buffer, reused
 afterwards; one striped over several forwarders comes as a stripe per forwarder, placed at
@@ -91,3 +91,13 @@ class Reassembly:
 
 
 __all__ = ["Spares", "Reassembly"]
+
+
+def send_large(link: tuple, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
+    """Envelope on a link's control channel, then at once the chunks on its data channel."""
+    ctrl, data = link
+    head = env.pack()
+    return [ctrl.Isend([head, _BYTE], 0, P.T_LARGE)] + [
+        data.Isend([view[off:off + k], k, _BYTE], 0, env.xfer)
+        for off, k in P.chunks(env.nbytes, env.chunk)
+    ]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from . import _op
 from ._context import Context
 from ._flow import Flow
-from ._large import Reassembly, Spares
+from ._large import Reassembly, Spares, send_large
 from ._matching import Arrived, Posted
 from ._native import MPI
 from ._op import Op, Outbox
@@ -221,7 +221,7 @@ class PointToPoint:
             env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
                              self.next_xfer(), flags, sync)
             op.keep = (env, view)
-            op.start(self.send_large(route, env, view))
+            op.start(send_large(self.links[route], env, view))
         else:
             # Striped: the envelope keeps this pair's route (and so its order); the bytes go
             # through every forwarder at once, one stripe each.
@@ -234,7 +234,7 @@ class PointToPoint:
                 off, ln = P.stripe_bounds(n, self.nfwd, k)
                 env = P.Envelope(P.K_STRIPE, self.vrank, dest, k, ctx.id, ln, self.chunk,
                                  self.next_xfer(), aux=self._sid)
-                natives += self.send_large(k, env, view[off:off + ln])
+                natives += send_large(self.links[k], env, view[off:off + ln])
             op.keep = (head, view)
             op.start(natives)
         if sync:  # complete once acknowledged too
@@ -247,15 +247,6 @@ class PointToPoint:
         """A new data-channel tag for a large message's chunks (protocol Rule 3)."""
         self._xfer = self._xfer % P.MAX_XFER + 1
         return self._xfer
-
-    def send_large(self, link: int, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
-        """Envelope on the control channel, then at once the chunks on the data channel."""
-        ctrl, data = self.links[link]
-        head = env.pack()
-        return [ctrl.Isend([head, _BYTE], 0, P.T_LARGE)] + [
-            data.Isend([view[off:off + k], k, _BYTE], 0, env.xfer)
-            for off, k in P.chunks(env.nbytes, env.chunk)
-        ]
 
     def adopt(self, op: Op) -> None:
         """Keep a freed send alive until it completes (finalize waits for it)."""
@@ -388,6 +379,17 @@ class PointToPoint:
 
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
+        head = P.plain_eager(buf) if tag == P.T_EAGER else None
+        if head is not None:  # the commonest: straight to the matcher
+            ctx = self.engine.contexts.get(head[2])
+            source = ctx.from_world.get(head[0]) if ctx is not None else None
+            if source is not None:
+                m = Arrived(source, head[1], len(buf) - P.ENVELOPE_SIZE,
+                            data=memoryview(buf)[P.ENVELOPE_SIZE:])
+                recv = ctx.queues.arrive(m)
+                if recv is not None:
+                    self._deliver_forwarded(recv, m)
+                return
         env = P.unpack(buf)
         kind = env.kind
         if kind == P.K_ACK:

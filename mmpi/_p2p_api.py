@@ -14,7 +14,7 @@ from . import _buffers
 from ._buffers import as_view
 from ._message import Message
 from ._native import MPI
-from ._op import Op, completed
+from ._op import SENT, Op, completed
 from ._prequest import Prequest
 from .errors import BufferError_, RankError, TagError, TruncationError
 from .request import BridgedRequest
@@ -150,7 +150,7 @@ class PointToPointMethods:
         return e.p2p.isend(self._core.p2p, view, dest, tag, sync=mode == "s")
 
     def _irecv(self, buf, source, tag, call: str) -> BridgedRequest:
-        return BridgedRequest(self._recv_op(buf, source, tag, call))
+        return BridgedRequest.of(self._recv_op(buf, source, tag, call))
 
     def _recv_op(self, buf, source, tag, call: str) -> Op:
         core = self._core
@@ -181,10 +181,8 @@ class PointToPointMethods:
                 and 0 <= tag <= self._tag_ub and not core.engine.finalized:
             view = as_view(buf, writable=False, op="Isend")  # checked: Send's short way
             if core.engine.p2p.send_now(core.p2p, view, dest, tag):
-                op = Op()
-                op.done = True
-                return BridgedRequest(op)
-            return BridgedRequest(core.engine.p2p.isend(core.p2p, view, dest, tag))
+                return BridgedRequest.of(SENT)
+            return BridgedRequest.of(core.engine.p2p.isend(core.p2p, view, dest, tag))
         return self._isend(buf, dest, tag, "Isend")
 
     def Send(self, buf, dest, tag=0) -> None:

@@ -185,6 +185,20 @@ def unpack_crossing(buf) -> tuple[int, int, int, int]:
     return src, ctx, tag, call
 
 
+def plain_eager(buf) -> tuple[int, int, int] | None:
+    """(src, tag, context) of a plain eager message (K_P2P, no flags, sound), else None.
+
+    The commonest message a rank receives, read without building an Envelope; anything
+    else, malformed ones included, goes to `unpack`, which says what is wrong.
+    """
+    if len(buf) < ENVELOPE_SIZE:
+        return None
+    version, kind, flags, src, _, tag, ctx, nbytes, _, _, _ = _ENVELOPE.unpack_from(buf)
+    if version != VERSION or kind != K_P2P or flags or nbytes != len(buf) - ENVELOPE_SIZE:
+        return None
+    return src, tag, ctx
+
+
 def unpack(buf) -> Envelope:
     """Decode the envelope at the start of `buf`; raise ProtocolError on anything malformed."""
     _, kind, flags, src, dst, tag, ctx, nbytes, chunk, xfer, aux = _fields(buf)
