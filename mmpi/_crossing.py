@@ -30,7 +30,7 @@ import numpy as np
 
 from ._context import Context
 from ._native import MPI
-from ._op import PENDING, Op
+from ._op import PENDING, SENT, Op
 from .errors import RootError, UsageError
 from .wire import protocol as P
 from .wire.backoff import yield_cpu
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 _BYTE = MPI.BYTE
 _ANY_TAG = MPI.ANY_TAG
-_Request = MPI.Request
 _AGAIN = object()  # see Crossings._from_link
 _SCRATCH_MAX = 64 << 20  # larger collective temporaries are not kept
 # Tags of a collective context from here up are Create_group's (its members agree on context
@@ -64,16 +63,23 @@ class Crossings:
         self._status = MPI.Status()
         self.monitor = None  # a _monitor.Monitor while monitoring is on
 
-    def send(self, ctx: Context, view, dest: int, tag: int, call: int) -> MPI.Request:
+    def send(self, ctx: Context, view, dest: int, tag: int, call: int) -> Op:
         """Send a crossing of at most `eager_max` bytes to world rank `dest` (other cluster).
 
-        The bytes are copied out at once: the caller may reuse `view` straight away.
+        The bytes are copied out at once, so the send is complete at once (`SENT`; the
+        native request goes to the outbox): the caller may reuse `view` straight away.
         """
-        buf = P.pack_crossing(self.vrank, dest, tag, ctx.id, call, view)
         if self.monitor is not None:
             self.monitor.count("coll", dest, len(view))
-        return self.links[P.route(self.vrank, dest, self.nfwd)][0].Isend([buf, _BYTE], 0,
-                                                                           P.T_COLL)
+        route = P.route(self.vrank, dest, self.nfwd)
+        fast = self.engine.fast
+        if fast is not None:  # the same, compiled (_crank.c)
+            fast.send_eager(self.engine.handles[route], P.T_COLL, self.vrank, dest, tag, ctx.id,
+                            0, call, view)
+            return SENT
+        buf = P.pack_crossing(self.vrank, dest, tag, ctx.id, call, view)
+        self.engine.p2p.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, P.T_COLL), buf)
+        return SENT
 
     def keep(self, buf: bytearray, head: tuple | None = None) -> None:
         """Keep a crossing nobody waits for yet, per (context, sender), in arrival order."""
@@ -190,6 +196,21 @@ class Crossings:
         probe = ctrl.Improbe
         # Several probes per yield, as native waits test: the crossing often lands while
         # this rank waits for its turn on the core (docs/performance.md, "Small collectives").
+        if e.fast is not None:  # the same rounds, probes and yields in C (_crank.c)
+            wait_link, handle = e.fast.wait_link, e.handles[link]
+            for _ in e.first_batches:
+                if not wait_link(handle, e.batch):
+                    continue
+                msg = probe(0, want, st)
+                if msg is None:  # another kind of message is waiting on the link
+                    yield_cpu()
+                    continue
+                got = self._from_link(ctx, key, source, link, msg, tag, name, sized, call)
+                if got is not _AGAIN:
+                    return got
+            return e.wait_until(
+                lambda: self._poll_link(ctx, key, source, link, tag, name, sized, call),
+                lambda: self.after_drain(ctx, source, tag, name, sized, call))
         tests = e.tests
         for _ in e.first:  # probes and yields only, no clock (see _engine._FIRST)
             for _ in tests:
@@ -262,14 +283,12 @@ class CrossRecv:
     """A collective's wait for the next crossing from one rank: `wait()` or `ready()`.
 
     Both give the payload, or None for a `sized` part that came through the matcher.
-    With `send` (a native request of this rank's own crossing), also waits for that.
     """
 
-    __slots__ = ("coll", "source", "tag", "sized", "send", "call", "got")
+    __slots__ = ("coll", "source", "tag", "sized", "call", "got")
 
-    def __init__(self, coll: Coll, source: int, tag: int, sized: bool = False,
-                 send: MPI.Request | None = None) -> None:
-        self.coll, self.source, self.tag, self.sized, self.send = coll, source, tag, sized, send
+    def __init__(self, coll: Coll, source: int, tag: int, sized: bool = False) -> None:
+        self.coll, self.source, self.tag, self.sized = coll, source, tag, sized
         self.call = coll.call
         self.got = PENDING  # the crossing, once `ready` has found it
 
@@ -295,10 +314,7 @@ class CrossRecv:
             c = self.coll
             got = c.crossings.await_crossing(c.ctx, self.source, self.tag, c.name, self.sized,
                                              self.call)
-        data = self._check(got)
-        if self.send is not None and not self.send.Test():
-            self.coll.engine.wait_native(self.send.Test)
-        return data
+        return self._check(got)
 
     def ready(self):
         c = self.coll
@@ -312,8 +328,6 @@ class CrossRecv:
             if got is PENDING:
                 return PENDING
         self.got = got
-        if self.send is not None and not self.send.Test():
-            return PENDING
         return self._check(got)
 
 
@@ -384,7 +398,7 @@ class Coll:
         """Whether a part of `nbytes` crosses as a crossing (Rule 1)."""
         return nbytes <= self.engine.eager_max
 
-    def xsend(self, view, dest: int, tag: int) -> MPI.Request:
+    def xsend(self, view, dest: int, tag: int) -> Op:
         return self.crossings.send(self.ctx, memoryview(view).cast("B"),
                                    self.ctx.world_of[dest], tag, self.call)
 
@@ -393,7 +407,8 @@ class Coll:
 
     def xswap(self, mine, tag: int) -> CrossRecv:
         """The leaders' exchange of small parts: `mine` out now, the other's back (a wait)."""
-        return CrossRecv(self, self.peer, tag, send=self.xsend(mine, self.peer, tag))
+        self.xsend(mine, self.peer, tag)  # complete at once
+        return CrossRecv(self, self.peer, tag)
 
     def cross(self, view, dest: int, tag: int):
         """Send `view` to `dest` in the other cluster: a crossing if small, else a message."""

@@ -115,6 +115,7 @@ class Engine:
         self.p2p = PointToPoint(self)
         self.crossings = Crossings(self)
         self.tests, self.first = _TESTS, _FIRST  # for the transports' own first rounds
+        self.first_batches, self.batch = _FIRST_BATCHES, _BATCH  # the same, compiled
         # Work that advances only when polled (non-blocking collectives): called on progress.
         self.background: list[Callable[[], bool]] = []
         self._in_background = False
