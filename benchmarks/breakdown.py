@@ -1,7 +1,8 @@
 """Where a crossing's time goes: CPU per message in the sending rank, the forwarder and the
 receiving rank, and the rest of the one-way time (waiting for a core, MPI's own transfer).
 
-    python benchmarks/breakdown.py [--sizes 8,64K] [--relay auto|compiled|python] [--rounds 3]
+    python benchmarks/breakdown.py [--sizes 8,64K] [--relay auto|compiled|python]
+                                   [--rank-path auto|compiled|python] [--rounds 3]
 
 For each size it runs bridged 1+1 jobs (`mmpi-run`): a stream of N one-way messages in windows
 of 64 (osu_bw), once with N and once with 3N messages, and a ping-pong. Each rank reads its own
@@ -80,7 +81,7 @@ def worker(kind: str, size: int, count: int) -> None:
 def _job(kind: str, size: int, count: int, relay: str) -> tuple[dict, float]:
     """Run one bridged 1+1 job; its ranks' records, and the forwarder's busy seconds."""
     exe = shutil.which("mmpi-run") or "mmpi-run"
-    env = dict(os.environ, MMPI_RELAY=relay)
+    env = dict(os.environ, MMPI_RELAY=relay, MMPI_VERBOSE="1")
     p = subprocess.run([exe, "--low", "1", "--high", "1", sys.executable, __file__, "--worker",
                         kind, str(size), str(count)], capture_output=True, text=True, env=env,
                        timeout=600)
@@ -93,9 +94,10 @@ def _job(kind: str, size: int, count: int, relay: str) -> tuple[dict, float]:
             recs[r["rank"]] = r
     m = re.search(r"done in .*; cpu [0-9.]+ s, busy ([0-9.]+) s", p.stdout)
     used = re.search(r"relay (\w+)", p.stdout)
+    path = re.search(r"crossing path (\w+)", p.stdout + p.stderr)
     if len(recs) != 2 or not m:
         raise SystemExit(f"breakdown: no figures from the {kind} job:\n{p.stdout[-2000:]}")
-    recs["relay"] = used.group(1) if used else "?"
+    recs["relay"] = (used.group(1) if used else "?") + "/" + (path.group(1) if path else "?")
     return recs, float(m.group(1))
 
 
@@ -127,6 +129,8 @@ def main(argv=None) -> int:
     ap.add_argument("--worker", nargs=3, metavar=("KIND", "SIZE", "COUNT"), help=argparse.SUPPRESS)
     ap.add_argument("--sizes", default="8,64K")
     ap.add_argument("--relay", default="auto", choices=("auto", "compiled", "python"))
+    ap.add_argument("--rank-path", default="auto", choices=("auto", "compiled", "python"),
+                    help="the ranks' crossing path (MMPI_RANK_PATH)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--messages", type=int, default=20000,
                     help="messages of the shorter stream (the longer has three times as many)")
@@ -135,13 +139,14 @@ def main(argv=None) -> int:
         kind, size, count = args.worker
         worker(kind, int(size), int(count))
         return 0
-    print("# size  relay     send cpu/msg fwd busy/msg  recv cpu/msg  stream/msg  one way "
+    os.environ["MMPI_RANK_PATH"] = args.rank_path  # for the jobs' ranks
+    print("# size  relay/ranks       send cpu/msg fwd busy/msg  recv cpu/msg  stream/msg  one way "
           " ping cpu/hop (us; medians of rounds)")
     for size in map(_size, args.sizes.split(",")):
         base = args.messages if size <= 4096 else max(640, args.messages // 20)
         rounds = [measure(size, args.relay, base) for _ in range(args.rounds)]
         med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if k != "relay"}
-        print(f"{size:<7} {rounds[0]['relay']:<9} {med['send_us']:12.2f} {med['fwd_us']:12.2f} "
+        print(f"{size:<7} {rounds[0]['relay']:<17} {med['send_us']:12.2f} {med['fwd_us']:12.2f} "
               f"{med['recv_us']:13.2f} {med['stream_us']:11.2f} {med['oneway_us']:8.2f} "
               f"{med['ping_cpu_us']:13.2f}", flush=True)
     return 0
