@@ -78,9 +78,9 @@ RELAYS = [pytest.param("compiled", marks=pytest.mark.skipif(
     not _COMPILED, reason="the compiled relay was not built (no C compiler at install)")),
     "python"]
 # Likewise the ranks' crossing path (MMPI_RANK_PATH).
-_RANK_COMPILED = importlib.util.find_spec("_mmpi_crank") is not None
+RANK_COMPILED = importlib.util.find_spec("_mmpi_crank") is not None
 RANK_PATHS = [pytest.param("compiled", marks=pytest.mark.skipif(
-    not _RANK_COMPILED, reason="the compiled rank path was not built (no C compiler at install)")),
+    not RANK_COMPILED, reason="the compiled rank path was not built (no C compiler at install)")),
     "python"]
 
 

@@ -9,7 +9,7 @@ striping, soak and fuzz checks (the fake link runs both relays too).
 import re
 
 import pytest
-from conftest import RANK_PATHS, RELAYS
+from conftest import RANK_COMPILED, RANK_PATHS, RELAYS
 
 pytestmark = pytest.mark.mpi
 PY = {"MMPI_RELAY": "python", "MMPI_RANK_PATH": "python"}
@@ -69,3 +69,19 @@ def test_an_unknown_rank_path_is_refused_by_name(bridged):
     assert job.returncode != 0
     assert "MMPI_RANK_PATH='fast': expected one of auto, compiled, python" in job.output, \
         job.output
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not RANK_COMPILED, reason="the compiled rank path was not built")
+def test_the_compiled_rank_path_speaks_the_wire_protocol(native):
+    job = native("crank_wire.py", n=1)
+    assert job.returncode == 0, job.output
+    assert "CRANK WIRE OK" in job.stdout, job.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("path", RANK_PATHS)
+def test_small_sends_done_at_once_all_arrive_after_the_sender_left(bridged, path):
+    job = bridged("send_and_go.py", "2000", low=1, high=1, env={"MMPI_RANK_PATH": path})
+    assert job.returncode == 0, job.output
+    assert "SENT" in job.stdout and "RECEIVED 2000" in job.stdout, job.output

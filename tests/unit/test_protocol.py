@@ -85,3 +85,29 @@ def test_crossing_with_a_wrong_size_is_refused():
     buf[0] = 99
     with pytest.raises(ProtocolError, match="version 99"):
         P.unpack_crossing(buf)
+
+
+def test_plain_eager_reads_what_pack_eager_into_wrote():
+    buf = bytearray(P.ENVELOPE_SIZE + 3)
+    P.pack_eager_into(buf, 4, 9, 77, 12, 3)
+    buf[P.ENVELOPE_SIZE:] = b"abc"
+    assert P.plain_eager(buf) == (4, 77, 12)
+    env = P.unpack(buf)
+    assert (env.src, env.tag, env.context) == (4, 77, 12)
+
+
+@pytest.mark.parametrize("change", ["flags", "kind", "version", "size", "short"])
+def test_plain_eager_leaves_everything_else_to_unpack(change):
+    buf = bytearray(P.ENVELOPE_SIZE + 2)
+    flags = P.F_SYNC if change == "flags" else 0
+    P.pack_eager_into(buf, 1, 2, 3, 4, 2 if change != "size" else 5, flags, 7)
+    if change == "kind":
+        buf[1] = P.K_ACK
+    if change == "version":
+        buf[0] = P.VERSION + 1
+    if change == "short":
+        buf = buf[:P.ENVELOPE_SIZE - 1]
+    assert P.plain_eager(buf) is None
+    if change in ("version", "short"):
+        with pytest.raises(ProtocolError):
+            P.unpack(buf)
