@@ -190,34 +190,24 @@ class Crossings:
         e = self.engine
         key = (ctx.id, ctx.world_of[source])
         link = P.route(self.vrank, key[1], self.nfwd)
-        ctrl = self.links[link][0]
         st = self._status
         want = _ANY_TAG if sized else P.T_COLL
-        probe = ctrl.Improbe
+        probe = self.links[link][0].Improbe
         # Several probes per yield, as native waits test: the crossing often lands while
         # this rank waits for its turn on the core (docs/performance.md, "Small collectives").
-        if e.fast is not None:  # the same rounds, probes and yields in C (_crank.c)
-            wait_link, handle = e.fast.wait_link, e.handles[link]
-            for _ in e.first_batches:
-                if not wait_link(handle, e.batch):
+        # (compiled: the probes and yields of a batch of rounds in C, _crank.c)
+        wait_link = e.fast.wait_link if e.fast is not None else None
+        for _ in e.first if wait_link is None else e.first_batches:  # no clock (_engine._FIRST)
+            if wait_link is not None:
+                if not wait_link(e.handles[link], e.batch):
                     continue
-                msg = probe(0, want, st)
-                if msg is None:  # another kind of message is waiting on the link
-                    yield_cpu()
-                    continue
-                got = self._from_link(ctx, key, source, link, msg, tag, name, sized, call)
-                if got is not _AGAIN:
-                    return got
-            return e.wait_until(
-                lambda: self._poll_link(ctx, key, source, link, tag, name, sized, call),
-                lambda: self.after_drain(ctx, source, tag, name, sized, call))
-        tests = e.tests
-        for _ in e.first:  # probes and yields only, no clock (see _engine._FIRST)
-            for _ in tests:
-                msg = probe(0, want, st)
-                if msg is not None:
-                    break
+                msg = probe(0, want, st)  # None: another kind of message waits on the link
             else:
+                for _ in e.tests:
+                    msg = probe(0, want, st)
+                    if msg is not None:
+                        break
+            if msg is None:
                 yield_cpu()
                 continue
             got = self._from_link(ctx, key, source, link, msg, tag, name, sized, call)
