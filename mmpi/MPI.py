@@ -10,10 +10,13 @@ ops, constants, ``Wtime``, ``Status``...) is mpi4py's own.
 
 from __future__ import annotations
 
+from functools import partial as _partial
+
 from . import _bootstrap
 from ._native import MPI as _native
 
 _world = _bootstrap.join()
+_leave = _bootstrap.finalize
 
 if _world is None:
     COMM_WORLD = _native.COMM_WORLD
@@ -49,9 +52,12 @@ else:
     BRIDGED = True
     mpi_exceptions()
 
+    _query_thread, _SERIALIZED = _native.Query_thread, _native.THREAD_SERIALIZED
+    _finalize = _native.Finalize
+
     def Query_thread() -> int:
         """The thread level the bridge supports: calls from one thread at a time."""
-        return min(_native.Query_thread(), _native.THREAD_SERIALIZED)
+        return min(_query_thread(), _SERIALIZED)
 
     def Init_thread(required: int = _native.THREAD_MULTIPLE) -> int:
         """MPI is initialized already (the bridge joined at import): the level it provides."""
@@ -62,8 +68,8 @@ else:
 
     def Finalize() -> None:
         """Leave the bridge, then finalize MPI."""
-        _bootstrap.finalize()
-        _native.Finalize()
+        _leave()
+        _finalize()
 
 
 # mpi4py's public names, bound here once: a module `__getattr__` costs 0.35 us per lookup,
@@ -73,9 +79,16 @@ globals().update({name: value for name, value in vars(_native).items()
                   if not name.startswith("_") and name not in globals()})
 
 
+_lookup = _partial(getattr, _native)
+_names = _partial(dir, _native)
+# No module objects in the namespace, as in mpi4py's: a program walking it (mpi4py's own
+# test_doc) must not wander into the library's modules and round their import cycles.
+del _bootstrap, _native, _partial
+
+
 def __getattr__(name: str):
-    return getattr(_native, name)
+    return _lookup(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(dir(_native)))
+    return sorted(set(globals()) | set(_names()))
