@@ -27,9 +27,13 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
     __slots__ = ()
 
     def __new__(cls, *args, **kwargs):
-        """A new bridged communicator object (its native handle stays MPI_COMM_NULL)."""
-        native = next(b for b in cls.__mro__ if b.__module__ == "mpi4py.MPI")
-        return native.__new__(cls)
+        """A new bridged communicator object (its native handle stays MPI_COMM_NULL).
+
+        Called with nothing, as `type(comm)()`: a null communicator, as mpi4py makes one.
+        """
+        if not args and not kwargs:
+            return _native_base(cls)()
+        return _blank(cls)
 
     def __init__(self, core: Core, name: str = "") -> None:
         self._core = core
@@ -339,8 +343,18 @@ def subclass_copy(cls: type, comm: _Bridged) -> _Bridged:
     return new
 
 
+def _native_base(cls: type) -> type:
+    """The mpi4py class a bridged communicator class derives from."""
+    return next(b for b in cls.__mro__ if b.__module__ == "mpi4py.MPI")
+
+
+def _blank(cls: type) -> _Bridged:
+    """An object of bridged communicator class `cls`, its fields not set yet."""
+    return _native_base(cls).__new__(cls)
+
+
 def copy_of(comm: _Bridged) -> _Bridged:
     """Another object for the same bridged communicator, equal to it (mpi4py's copies)."""
-    new = type(comm).__new__(type(comm))
+    new = _blank(type(comm))
     new.__dict__.update(comm.__dict__)
     return new

@@ -16,6 +16,8 @@ from mmpi import MPI
 comm = MPI.COMM_WORLD
 # the bridged namespace holds no module objects, as mpi4py's (a walk over it must end)
 assert not [k for k, v in vars(MPI).items() if isinstance(v, types.ModuleType)], dir(MPI)
+# as mpi4py's: a communicator class called with nothing makes a null communicator
+assert type(comm)() == MPI.COMM_NULL and type(comm)() is not MPI.COMM_NULL
 rank, size = comm.Get_rank(), comm.Get_size()
 BIG = int(sys.argv[1]) if len(sys.argv) > 1 else 17 * 2**20 + 3
 
