@@ -71,14 +71,8 @@ class Crossings:
         """
         if self.monitor is not None:
             self.monitor.count("coll", dest, len(view))
-        route = P.route(self.vrank, dest, self.nfwd)
-        fast = self.engine.fast
-        if fast is not None:  # the same, compiled (_crank.c)
-            fast.send_eager(self.engine.handles[route], P.T_COLL, self.vrank, dest, tag, ctx.id,
-                            0, call, view)
-            return SENT
-        buf = P.pack_crossing(self.vrank, dest, tag, ctx.id, call, view)
-        self.engine.p2p.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, P.T_COLL), buf)
+        self.engine.p2p.send_copy(P.route(self.vrank, dest, self.nfwd), P.T_COLL, dest, tag,
+                                  ctx.id, view, aux=call)
         return SENT
 
     def keep(self, buf: bytearray, head: tuple | None = None) -> None:

@@ -59,7 +59,6 @@ class PointToPoint:
         self.outbox = Outbox()  # and the eager forwarded ones, complete for the program
         fast = engine.fast  # the compiled path, or None (_fastpath)
         self.csend = fast.send_eager if fast is not None else None
-        self.handles = [ctrl.handle for ctrl, _ in self.links]
         self._stripes: dict[tuple[int, int], Reassembly] = {}
         self._sid = 0
         self._xfer = 0
@@ -117,30 +116,36 @@ class PointToPoint:
         if len(view) > self.eager_max or ctx.local_of[dest] >= 0 or self.monitor is not None:
             return False
         world = ctx.world_of[dest]
-        route = P.route(self.vrank, world, self.nfwd)
-        if self.csend is not None:
-            self.csend(self.handles[route], P.T_EAGER, self.vrank, world, tag, ctx.id, 0, 0,
+        self.send_copy(P.route(self.vrank, world, self.nfwd), P.T_EAGER, world, tag, ctx.id,
                        view)
-            return True
-        buf = bytearray(P.ENVELOPE_SIZE + len(view))
-        P.pack_eager_into(buf, self.vrank, world, tag, ctx.id, len(view))
-        buf[P.ENVELOPE_SIZE:] = view
-        self.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER), buf)
         return True
+
+    def send_copy(self, route: int, mpitag: int, dest: int, tag: int, cid: int, view,
+                  aux: int = 0) -> None:
+        """Envelope and a copy of `view` to world rank `dest`, done at once (_op.Outbox).
+
+        A small message (T_EAGER) or a collective's crossing (T_COLL, `aux` its call number)
+        through forwarder `route`; compiled where built (_crank.c).
+        """
+        if self.csend is not None:
+            self.csend(self.engine.handles[route], mpitag, self.vrank, dest, tag, cid, 0, aux,
+                       view)
+            return
+        buf = bytearray(P.ENVELOPE_SIZE + len(view))
+        P.pack_eager_into(buf, self.vrank, dest, tag, cid, len(view), 0, aux)
+        buf[P.ENVELOPE_SIZE:] = view
+        self.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, mpitag), buf)
 
     def recv_now(self, ctx: Context, view: memoryview, source: int | None,
                  tag: int | None) -> Arrived | None:
         """Recv's short way: a small forwarded message come already, if it fits; else None."""
-        for m in ctx.queues.unexpected:
-            if (source is None or source == m.source) and (tag is None or tag == m.tag):
-                if m.data is None or m.natives or m.more is not None or m.credit is not None \
-                        or m.spare is not None or m.pull is not None or m.nbytes > len(view):
-                    return None
-                ctx.queues.take(m)
-                self._matched(m)
-                view[: m.nbytes] = m.data
-                return m
-        return None
+        m = ctx.queues.peek(source, tag)
+        if m is None or m.data is None or m.natives or m.more is not None or m.credit is not None \
+                or m.spare is not None or m.pull is not None or m.nbytes > len(view):
+            return None
+        self.take(ctx, m)
+        view[: m.nbytes] = m.data
+        return m
 
     def _isend_sync(self, op: Op, ctx: Context, view: memoryview, dest: int, tag: int) -> None:
         local = ctx.local_of[dest]
@@ -200,23 +205,16 @@ class PointToPoint:
         flags = P.F_SYNC if sync else 0
         if n > self.eager_max and not self.flow.spend(dest, n):
             self.flow.defer(op, ctx.id, view, dest, tag, route, sync)  # protocol Rule 7
-        elif n <= self.eager_max:
-            if self.csend is not None and not sync:  # the same, compiled (_crank.c)
-                self.csend(self.handles[route], P.T_EAGER, self.vrank, dest, tag, ctx.id, 0, 0,
-                           view)
-                op.done = op.matched = True
-                return []
+        elif n <= self.eager_max and not sync:  # the bytes are ours now: done (Outbox)
+            self.send_copy(route, P.T_EAGER, dest, tag, ctx.id, view)
+            op.done = op.matched = True
+            return []
+        elif n <= self.eager_max:  # synchronous: complete once acknowledged (below)
             buf = bytearray(P.ENVELOPE_SIZE + n)
             P.pack_eager_into(buf, self.vrank, dest, tag, ctx.id, n, flags, sync)
             buf[P.ENVELOPE_SIZE:] = view
-            req = self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)
-            if sync:
-                op.keep = buf
-                op.start([req])
-            else:  # the bytes are ours now: done for the program (see Outbox)
-                self.outbox.add(req, buf)
-                op.done = op.matched = True
-                return []
+            op.keep = buf
+            op.start([self.links[route][0].Isend([buf, _BYTE], 0, P.T_EAGER)])
         elif n < self.stripe_min or sync:
             env = P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, self.chunk,
                              self.next_xfer(), flags, sync)
