@@ -100,6 +100,17 @@ SENT = Op()
 SENT.done = True
 
 
+def fill_status(status, source: int, tag: int, nbytes: int, error=None,
+                cancelled: bool = False) -> None:
+    """Write an operation's envelope into an MPI.Status (if one was given)."""
+    if status is not None:
+        status.Set_source(source)
+        status.Set_tag(tag)
+        status.Set_elements(MPI.BYTE, nbytes)
+        status.Set_error(MPI.SUCCESS if error is None else MPI.ERR_OTHER)
+        status.Set_cancelled(cancelled)
+
+
 def completed(source: int = MPI.PROC_NULL, tag: int = ANY_TAG) -> Op:
     """An operation that is complete already (PROC_NULL)."""
     op = Op()

@@ -14,7 +14,7 @@ from . import _buffers
 from ._buffers import as_view
 from ._message import Message
 from ._native import MPI
-from ._op import SENT, Op, completed
+from ._op import SENT, Op, completed, fill_status
 from ._prequest import Prequest
 from .errors import BufferError_, RankError, TagError, TruncationError
 from .request import BridgedRequest
@@ -70,17 +70,6 @@ def as_int(value, what: str, call: str) -> int:
         raise TypeError(f"{call}: {what} must be an integer, got {value!r}") from None
 
 
-def fill_status(status, source: int, tag: int, nbytes: int, error=None,
-                cancelled: bool = False) -> None:
-    """Write a received message's envelope into an MPI.Status (if one was given)."""
-    if status is not None:
-        status.Set_source(source)
-        status.Set_tag(tag)
-        status.Set_elements(MPI.BYTE, nbytes)
-        status.Set_error(MPI.SUCCESS if error is None else MPI.ERR_OTHER)
-        status.Set_cancelled(cancelled)
-
-
 class PointToPointMethods:
     """Mixin of the bridged communicator: every point-to-point call of mpi4py's Comm."""
 
@@ -127,7 +116,7 @@ class PointToPointMethods:
 
     # -- buffer forms --------------------------------------------------------------------
     def _isend(self, buf, dest, tag, call: str, mode: str = "") -> BridgedRequest:
-        return BridgedRequest(self._send_op(buf, dest, tag, call, mode))
+        return BridgedRequest.of(self._send_op(buf, dest, tag, call, mode))
 
     def _send_op(self, buf, dest, tag, call: str, mode: str = "") -> Op:
         """Start a send; mode "s" synchronous, "b" buffered, else standard (and ready)."""
@@ -144,59 +133,44 @@ class PointToPointMethods:
             return completed()
         if mode == "b":  # a copy goes, and the call returns at once (MPI's buffered mode)
             attached.take(len(view), call)
-            op = e.p2p.isend(self._core.p2p, memoryview(bytes(view)), dest, tag)
+            op = e.p2p.isend(core.p2p, memoryview(bytes(view)), dest, tag)
             attached.pending.append((op, len(view)))
             return completed()
-        return e.p2p.isend(self._core.p2p, view, dest, tag, sync=mode == "s")
+        if not mode and e.p2p.send_now(core.p2p, view, dest, tag):
+            return SENT  # a small message across: done once copied out, no operation of its own
+        return e.p2p.isend(core.p2p, view, dest, tag, sync=mode == "s")
 
     def _irecv(self, buf, source, tag, call: str) -> BridgedRequest:
-        return BridgedRequest.of(self._recv_op(buf, source, tag, call))
+        return BridgedRequest.of(self._recv_op(*self._recv_args(buf, source, tag, call), call))
 
-    def _recv_op(self, buf, source, tag, call: str) -> Op:
+    def _recv_args(self, buf, source, tag, call: str) -> tuple:
+        """(source, tag, view) of a receive, checked (source and tag None: any)."""
         core = self._core
-        e = core.engine
-        if e.finalized:
-            e.check()
-        if type(source) is int and 0 <= source < core.size:  # else checked below
-            src = source
-        else:
-            src = self._source(source, call)
-        if type(tag) is int and 0 <= tag <= self._tag_ub:
-            want = tag
-        else:
-            want = self._recv_tag(tag, call)
-        view = as_view(buf, writable=True, op=call)
+        if core.engine.finalized:
+            core.engine.check()
+        src = source if type(source) is int and 0 <= source < core.size else \
+            self._source(source, call)
+        want = tag if type(tag) is int and 0 <= tag <= self._tag_ub else \
+            self._recv_tag(tag, call)
+        return src, want, as_view(buf, writable=True, op=call)
+
+    def _recv_op(self, src, want, view, call: str) -> Op:
+        """Post a receive of checked arguments (see `_recv_args`)."""
         if src == PROC_NULL:
             _buffers.unpacks.clear()
             return completed()
-        op = e.p2p.irecv(core.p2p, view, src, want, call)
+        op = self._core.engine.p2p.irecv(self._core.p2p, view, src, want, call)
         if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
             op.after = _buffers.take_unpacks()
         return op
 
     def Isend(self, buf, dest, tag=0):
         """Start a standard-mode send."""
-        core = self._core
-        if type(dest) is int and type(tag) is int and 0 <= dest < core.size \
-                and 0 <= tag <= self._tag_ub and not core.engine.finalized:
-            view = as_view(buf, writable=False, op="Isend")  # checked: Send's short way
-            if core.engine.p2p.send_now(core.p2p, view, dest, tag):
-                return BridgedRequest.of(SENT)
-            return BridgedRequest.of(core.engine.p2p.isend(core.p2p, view, dest, tag))
         return self._isend(buf, dest, tag, "Isend")
 
     def Send(self, buf, dest, tag=0) -> None:
         """Blocking standard-mode send."""
-        core = self._core
-        if type(dest) is int and type(tag) is int and 0 <= dest < core.size \
-                and 0 <= tag <= self._tag_ub and not core.engine.finalized:
-            # checked: the short way for a small message across (as few steps as can be)
-            view = as_view(buf, writable=False, op="Send")
-            if core.engine.p2p.send_now(core.p2p, view, dest, tag):
-                return
-            op = core.engine.p2p.isend(core.p2p, view, dest, tag)
-        else:
-            op = self._send_op(buf, dest, tag, "Send")
+        op = self._send_op(buf, dest, tag, "Send")
         if not op.done:  # a small forwarded message is done at once (see _op.Outbox)
             self._core.engine.wait_for(op.poll, op.remote)
         if op.error is not None:
@@ -208,29 +182,16 @@ class PointToPointMethods:
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> None:
         """Blocking receive."""
-        core = self._core
-        e = core.engine
-        src = want = -1
-        if type(source) is int and type(tag) is int and not e.finalized:
-            src = source if 0 <= source < core.size else None if source == ANY_SOURCE else -1
-            want = tag if 0 <= tag <= self._tag_ub else None if tag == ANY_TAG else -1
-        if src != -1 and want != -1:  # checked: the short way, as few steps as can be
-            view = as_view(buf, writable=True, op="Recv")
-            if _buffers.unpacks:  # a derived datatype: unpacked once the bytes are in
-                op = e.p2p.irecv(core.p2p, view, src, want, "Recv")
-                op.after = _buffers.take_unpacks()
-            else:
-                m = e.p2p.recv_now(core.p2p, view, src, want)  # a small one come already
-                if m is not None:
-                    fill_status(status, m.source, m.tag, m.nbytes)
-                    return
-                op = e.p2p.irecv(core.p2p, view, src, want, "Recv")
-        else:
-            op = self._recv_op(buf, source, tag, "Recv")
+        src, want, view = self._recv_args(buf, source, tag, "Recv")
+        if src != PROC_NULL and not _buffers.unpacks:  # a small one come already: no wait
+            m = self._core.engine.p2p.recv_now(self._core.p2p, view, src, want)
+            if m is not None:
+                fill_status(status, m.source, m.tag, m.nbytes)
+                return
+        op = self._recv_op(src, want, view, "Recv")
         if not op.done:
             self._core.engine.wait_for(op.poll, op.remote)
-        if status is not None:
-            fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)
+        fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)
         if op.error is not None:
             raise op.error
 
@@ -504,4 +465,4 @@ def _both(r: Op, s: Op) -> Op:
     return op
 
 
-__all__ = ["PointToPointMethods", "as_int", "fill_status", "attached"]
+__all__ = ["PointToPointMethods", "as_int", "attached"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ._native import MPI
 from ._native_lists import natively as _natively
-from ._op import Op
+from ._op import Op, fill_status
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError
 
@@ -430,13 +430,8 @@ class BridgedRequest(Request):
         return f"<mmpi.BridgedRequest {state}>"
 
     def _fill(self, status) -> None:
-        if status is not None:
-            op = self._op
-            status.Set_source(op.source)
-            status.Set_tag(op.tag)
-            status.Set_elements(MPI.BYTE, op.nbytes)
-            status.Set_error(MPI.SUCCESS if op.error is None else MPI.ERR_OTHER)
-            status.Set_cancelled(op.cancelled)
+        op = self._op
+        fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)
 
     def _result(self, status):
         op = self._op
