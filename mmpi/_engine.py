@@ -248,9 +248,9 @@ class Engine:
             # a fraction of the interpreted one (_crank.c)
             wait_link, handle = self.fast.wait_link, self.handles[0]
             for _ in _FIRST_BATCHES:
-                if wait_link(handle, _BATCH) and self.pull_links() and ready():
-                    return
-                if ready():  # a large message's chunks land with no pull
+                if wait_link(handle, _BATCH):
+                    self.pull_links()
+                if ready():  # every batch: a large message's chunks land with no pull
                     return
         elif remote:
             pull = self.pull_links
