@@ -12,28 +12,15 @@ it does not know (a ProtocolError, as in the Python relay).
 
 from __future__ import annotations
 
-import importlib.util
-
 from mpi4py import MPI
 
-from mmpi.wire import ProtocolError
+from mmpi.wire import ProtocolError, compiled
 from mmpi.wire import protocol as P
 from mmpi.wire.backoff import MAX_SLEEP, YIELD
 
 from ._relay import Link
 
-_crelay = None
-if importlib.util.find_spec("_mmpi_crelay") is None:
-    WHY_NOT = "not built (no C compiler or MPICH headers when mmpi was installed)"
-elif not MPI.Get_library_version().startswith("MPICH"):
-    WHY_NOT = "built for MPICH, but mpi4py uses another MPI"
-else:
-    try:
-        import _mmpi_crelay as _crelay
-    except ImportError as exc:
-        WHY_NOT = f"does not load: {exc}"
-    else:
-        WHY_NOT = ""
+_crelay, WHY_NOT = compiled.load("_mmpi_crelay", MPI.Get_library_version())
 AVAILABLE = _crelay is not None
 
 _BYTE = MPI.BYTE

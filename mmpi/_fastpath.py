@@ -8,26 +8,15 @@ other error; `describe()` says which path runs and why, for `mmpi-run --verbose`
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 from ._native import MPI
 from .errors import UsageError
+from .wire import compiled
 
 CHOICES = ("auto", "compiled", "python")
 
-_crank = None
-if importlib.util.find_spec("_mmpi_crank") is None:
-    WHY_NOT = "not built (no C compiler or MPICH headers when mmpi was installed)"
-elif not MPI.Get_library_version().startswith("MPICH"):
-    WHY_NOT = "built for MPICH, but mpi4py uses another MPI"
-else:
-    try:
-        import _mmpi_crank as _crank
-    except ImportError as exc:
-        WHY_NOT = f"does not load: {exc}"
-    else:
-        WHY_NOT = ""
+_crank, WHY_NOT = compiled.load("_mmpi_crank", MPI.Get_library_version())
 
 
 def choose():
