@@ -453,17 +453,17 @@ class Coll:
         yield s
         return theirs
 
-    def check_request(self):
+    def check_request(self, words: int):
         """The collective check's int64 buffer and its persistent allgather (made once).
 
-        The buffer holds this rank's 3 numbers, then every rank's. The allgather runs on the
+        The buffer holds this rank's `words`, then every rank's. The allgather runs on the
         plain native communicator: the check is not the program's traffic, so the monitor
         does not count it.
         """
         if self._check is None:
-            both = np.zeros(3 * (self.nmine + 1), np.int64)
-            req = self.ctx.comm.Allgather_init([both[:3], MPI.INT64_T],
-                                               [both[3:], MPI.INT64_T])
+            both = np.zeros(words * (self.nmine + 1), np.int64)
+            req = self.ctx.comm.Allgather_init([both[:words], MPI.INT64_T],
+                                               [both[words:], MPI.INT64_T])
             self._check = (both, req)
         return self._check
 

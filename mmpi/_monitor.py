@@ -139,6 +139,14 @@ class Counting:
         for j in range(len(self._members)):
             self._to(j, nbytes)
 
+    def carried(self, nbytes: int, root: int = -1) -> None:
+        """Count a small collective's data that rode in the collective check's allgather.
+
+        `root`: the local rank whose data everyone took (a broadcast), else -1 (every rank's).
+        """
+        if root < 0 or root == self._me:
+            self._to_all(nbytes)
+
     def Ibcast(self, buf, root=0):
         if self._me == root:
             self._to_all(_nbytes(buf))

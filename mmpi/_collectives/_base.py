@@ -74,21 +74,46 @@ def checked(c: Coll, steps, root: int = -1, nbytes: int = -1):
 
 _KINDS: dict[str, int] = {}
 
+# Each rank's part of the check's allgather: the 3 numbers, then up to CARRY bytes of a small
+# collective's data, which then needs no native step of its own (see small.py).
+WORDS = 3 + 8
+CARRY = 8 * (WORDS - 3)
 
-def _checked(c: Coll, steps, root: int, nbytes: int):
+
+def kind_of(c: Coll) -> int:
+    """The number that stands for this call's collective in the check."""
     kind = _KINDS.get(c.name)
     if kind is None:
         kind = _KINDS[c.name] = zlib.crc32(_kind(c.name).encode())
+    return kind
+
+
+def start_check(c: Coll, root: int, nbytes: int):
+    """Fill in and start this rank's part of the check; (buffer of int64 words, request).
+
+    The buffer holds this rank's WORDS words, then every rank's; its part's data words
+    (bytes 24 on) are the caller's to fill before `req.Start()`.
+    """
+    both, req = c.check_request(WORDS)
+    both[0], both[1], both[2] = kind_of(c), root, nbytes
+    return both, req
+
+
+def verify_check(c: Coll, both) -> None:
+    """A UsageError naming who called what, unless this cluster's ranks all agree (Rule 3)."""
+    rows = both[WORDS:].reshape(c.nmine, WORDS)[:, :3].tolist()
+    mine = both[:3].tolist()
+    if any(r != mine for r in rows):
+        raise UsageError(_mismatch(c, rows, int(mine[0])))
+
+
+def _checked(c: Coll, steps, root: int, nbytes: int):
     # a persistent allgather, started anew for each call: cheaper than an Iallgather
     # (docs/performance.md, "Collective checks"); a communicator's calls run one at a time
-    both, req = c.check_request()
-    both[0], both[1], both[2] = kind, root, nbytes
+    both, req = start_check(c, root, nbytes)
     req.Start()
     yield req
-    flat = both.tolist()
-    if flat[3:] != flat[:3] * c.nmine:
-        rows = [flat[i:i + 3] for i in range(3, len(flat), 3)]
-        raise UsageError(_mismatch(c, rows, kind))
+    verify_check(c, both)
     return (yield from steps)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from .._buffers import Typed, as_typed, as_vector
 from .._crossing import Coll
 from ..errors import BufferError_, UsageError
+from . import carried
 from ._base import (
     BYTE,
     I64,
@@ -53,6 +54,8 @@ def shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
 def bcast(c: Coll, buf, root) -> object:
     root = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
+    if carried.fits(c, b.nbytes):
+        return carried.bcast(c, b, root)
     return checked(c, _bcast(c, b, root), root, b.nbytes)
 
 

@@ -87,7 +87,9 @@ def test_collectives_native_same_answers(native):
      True),
     ("bcast-vs-reduce-within", r"Bcast on rank 2: rank 3 called Reduce while rank 2 called "
                                r"Bcast: the ranks called different collectives", True),
-    ("bcast-vs-reduce-across", r"rank 1 called Reduce while rank 0 called Bcast", True),
+    # a small Bcast's data leaves the root before its cluster's check (carried.py), so the
+    # other cluster may finish it: the low cluster alone can see this mismatch
+    ("bcast-vs-reduce-across", r"rank 1 called Reduce while rank 0 called Bcast", False),
     ("bcast-roots", r"Bcast: mismatched arguments: root 2 on rank 3, root 0 elsewhere", True),
     ("alltoallv-counts-within", r"Alltoallv: mismatched counts: rank 2 sends 8 bytes to rank "
                                 r"3, which expects 12", True),

@@ -54,11 +54,20 @@ def roots():
 
 # -- Bcast ----------------------------------------------------------------------------------
 section("Bcast")
-for n in (1, 1000, BIG, SPLIT):
+for n in (0, 1, 8, 9, 1000, BIG, SPLIT):  # up to 8 doubles, the data rides in the check
     for root in roots():
         buf = data(root, n, "f8") if rank == root else np.zeros(n)
         comm.Bcast(buf, root=root)
         check(np.array_equal(buf, data(root, n, "f8")), f"Bcast n={n} root={root}")
+# a small one of a derived datatype: every other double of 8, the rest left alone
+every_other = MPI.DOUBLE.Create_vector(4, 1, 2).Commit()
+for root in roots():
+    buf = data(root, 8, "f8") if rank == root else np.full(8, -1.0)
+    comm.Bcast([buf, 1, every_other], root=root)
+    want = data(root, 8, "f8") if rank == root else np.where(np.arange(8) % 2 == 0,
+                                                               data(root, 8, "f8"), -1.0)
+    check(np.array_equal(buf, want), f"Bcast of a vector type root={root}")
+every_other.Free()
 for root in roots():
     obj = {"root": root, "v": list(range(root + 2))} if rank == root else None
     got = comm.bcast(obj, root=root)
