@@ -101,10 +101,12 @@ def start_check(c: Coll, root: int, nbytes: int):
 
 def verify_check(c: Coll, both) -> None:
     """A UsageError naming who called what, unless this cluster's ranks all agree (Rule 3)."""
-    rows = both[WORDS:].reshape(c.nmine, WORDS)[:, :3].tolist()
-    mine = both[:3].tolist()
-    if any(r != mine for r in rows):
-        raise UsageError(_mismatch(c, rows, int(mine[0])))
+    flat = both.tolist()
+    mine = flat[:3]
+    for at in range(WORDS, len(flat), WORDS):
+        if flat[at:at + 3] != mine:
+            rows = [flat[i:i + 3] for i in range(WORDS, len(flat), WORDS)]
+            raise UsageError(_mismatch(c, rows, mine[0]))
 
 
 def _checked(c: Coll, steps, root: int, nbytes: int):
