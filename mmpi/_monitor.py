@@ -147,6 +147,10 @@ class Counting:
         if root < 0 or root == self._me:
             self._to_all(nbytes)
 
+    def carried_to(self, nbytes: int, root: int) -> None:
+        """Count a small reduction's data that rode in the check: this rank's to `root`."""
+        self._to(root, nbytes)
+
     def Ibcast(self, buf, root=0):
         if self._me == root:
             self._to_all(_nbytes(buf))

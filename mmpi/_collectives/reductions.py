@@ -13,7 +13,7 @@ from .._buffers import Typed, as_typed, plain_pair
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import BufferError_, UsageError
-from . import generic, objects
+from . import carried, generic, objects
 from ._base import (
     BYTE,
     IN_PLACE,
@@ -62,6 +62,8 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root):
         if sb is not None and sb.nbytes != rb.nbytes:
             raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
                                f"receive buffer {rb.nbytes}")
+        if carried.fits(c, rb.nbytes, op):
+            return carried.reduce(c, sb, rb, op, root)
         if in_order:
             return checked(c, in_place(c, rb, lambda sb: generic.reduce_to(c, sb, rb, op, root))
                            if sb is None else generic.reduce_to(c, sb, rb, op, root), root,
@@ -70,6 +72,8 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root):
     if sendbuf is IN_PLACE:
         raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
     sb = as_typed(sendbuf, writable=False, op="Reduce")
+    if carried.fits(c, sb.nbytes, op):
+        return carried.reduce(c, sb, None, op, root)
     if in_order:
         return checked(c, generic.reduce_to(c, sb, None, op, root), root, sb.nbytes)
     return checked(c, _reduce_other(c, sb, op, root), root, sb.nbytes)

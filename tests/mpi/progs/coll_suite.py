@@ -115,6 +115,14 @@ for op, pick in ((MPI.MAXLOC, np.argmax), (MPI.MINLOC, np.argmin)):
         vals = allp[:, k, 0]
         check(out[k, 0] == vals[pick(vals)] and out[k, 1] == pick(vals),
               f"{opname(op)} element {k}: {out[k]}")
+    for root in (0, size - 1):  # Reduce, in place at the root too
+        out = pairs(rank).copy() if rank == root else None
+        comm.Reduce(MPI.IN_PLACE if rank == root else [pairs(rank), MPI.INT_INT],
+                    [out, MPI.INT_INT] if rank == root else None, op=op, root=root)
+        if rank == root:
+            check(all(out[k, 0] == allp[pick(allp[:, k, 0]), k, 0]
+                      and out[k, 1] == pick(allp[:, k, 0]) for k in range(3)),
+                  f"Reduce {opname(op)} root {root}: {out.tolist()}")
 
 # sizes, every root, in place; float allreduce must be bit-identical on every rank
 for n in (1, 1000, BIG):
