@@ -10,12 +10,14 @@ one inside a cluster use its native communicator; `Attach_buffer` sizes buffered
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import threading
 import zlib
 
 from . import _inter
 from ._bridged import _Bridged, copy_of, subclass_copy
+from ._file import open_across
 from ._group import BridgedGroup, ranks_of
 from ._native import MPI
 from ._p2p_api import attached
@@ -229,7 +231,7 @@ def native_of(comm, what: str):
     core = comm._core
     if core.spans:
         raise NotBridged(f"{what} on a communicator across the zipper is not bridged: "
-                         "one-sided windows and MPI-IO files need one cluster's communicator "
+                         "one-sided windows need one cluster's communicator "
                          "(e.g. from comm.Split_type(MPI.COMM_TYPE_SHARED))")
     return core.coll.comm
 
@@ -268,7 +270,9 @@ class File(MPI.File, metaclass=StandIn):
 
     @classmethod
     def Open(cls, comm, filename, amode=MPI.MODE_RDONLY, info=MPI.INFO_NULL):
-        """Open a file (see mpi4py)."""
+        """Open a file (see mpi4py); across the zipper, one native file per cluster (_file)."""
+        if isinstance(comm, _Bridged) and comm._core.spans:
+            return open_across(comm, comm._core, os.fspath(filename), amode, info)
         return MPI.File.Open(native_of(comm, "File.Open"), filename, amode, info)
 
 

@@ -94,6 +94,12 @@ class TruncationError(MMPIError):
     mpi_error = "ERR_TRUNCATE"
 
 
+class FileSystemsApart(MMPIError, RuntimeError):
+    """The two clusters do not see one file system where an MPI-IO file needs one."""
+
+    mpi_error = "ERR_FILE"
+
+
 class StateError(MMPIError, RuntimeError):
     """An operation was attempted in the wrong state (after Finalize, on a freed request...)."""
 
@@ -124,6 +130,7 @@ __all__ = [
     "BufferError_",
     "NotBridged",
     "TruncationError",
+    "FileSystemsApart",
     "StateError",
     "RankGone",
     "BridgeError",

@@ -122,3 +122,10 @@ def test_mpi4py_futures_pool_and_comm_executors(low, high):
         assert bridged.returncode == 0, bridged.output[-4000:]
         want, got = _results(native.stdout), _results(bridged.stdout)
         assert want and want == got, f"native {want}\nbridged {got}\n{bridged.output[-2000:]}"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", LAYOUTS)
+def test_mpi_io_files_across_the_zipper(low, high, tmp_path):
+    # both clusters in one file system here: one native file per cluster (mmpi/_file.py)
+    check_same("file_io.py", low, high, str(tmp_path))

@@ -1,0 +1,202 @@
+"""MPI-IO files on a communicator across the zipper: a native file per cluster, one file system.
+
+Rule 1: each cluster opens the file natively on its own communicator, the cluster of the
+        communicator's rank 0 first, with the program's mode; the other cluster then opens
+        what the first opened, without MODE_CREATE and MODE_EXCL (the file exists by then)
+        and without MODE_DELETE_ON_CLOSE (the first cluster deletes it, once every rank has
+        reached Close).
+Rule 2: one file system, checked at the open: the second cluster must find the file, and its
+        leader must see the same file (inode, size, modification time) as the first's leader
+        saw; else every rank raises FileSystemsApart naming the path, and nothing stays open.
+Rule 3: data calls go to the cluster's native file: individual file pointers and explicit
+        offsets are each rank's own, and a collective data call is collective within each
+        cluster, which MPI-IO's consistency rules allow (the two clusters' accesses meet
+        only through Sync, a barrier and Sync, as any two processes' do). A shared file
+        pointer would need one pointer across the zipper: those calls raise NotBridged.
+Rule 4: what one cluster's file does must not undo the other's writes: ROMIO's collective
+        buffering and data sieving fill the gaps of a strided write with what they read
+        first, which would overwrite the other cluster's data written meanwhile, so both
+        are off for writes (hints romio_cb_write, romio_ds_write); Set_size and Preallocate
+        end with a barrier across the zipper, so no rank writes before both have truncated.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._native import MPI
+from .errors import FileSystemsApart, NotBridged
+
+_NOT_AGAIN = MPI.MODE_CREATE | MPI.MODE_EXCL | MPI.MODE_DELETE_ON_CLOSE
+_SHARED_POINTER = ("Read_shared", "Write_shared", "Iread_shared", "Iwrite_shared",
+                   "Read_ordered", "Write_ordered", "Read_ordered_begin", "Read_ordered_end",
+                   "Write_ordered_begin", "Write_ordered_end", "Seek_shared",
+                   "Get_position_shared")
+
+
+def _stat(filename: str):
+    """What identifies the file `filename` names here (ROMIO's "fs:" prefix aside), or None."""
+    for name in (filename, filename.partition(":")[2]):
+        try:
+            st = os.stat(name)
+        except (OSError, ValueError):
+            continue
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return None
+
+
+def _open(native_comm, filename: str, amode: int, info):
+    """(the native file or None, the MPI error class or 0, the exception or None)."""
+    hints = MPI.Info.Create() if info == MPI.INFO_NULL else info.Dup()
+    hints.Set("romio_cb_write", "disable")  # Rule 4
+    hints.Set("romio_ds_write", "disable")
+    try:
+        return MPI.File.Open(native_comm, filename, amode, hints), 0, None
+    except MPI.Exception as exc:
+        return None, exc.Get_error_class(), exc
+    finally:
+        hints.Free()
+
+
+def open_across(comm, core, filename: str, amode: int, info) -> BridgedFile:
+    """File.Open on `comm`, a bridged communicator across the zipper (`core`: its core)."""
+    d = comm.Dup()  # the file's own context for its few bridged steps
+    dcore = d._core
+    first = 0 in dcore.mine
+    leader = dcore.rank == dcore.mine[0]
+    native, code, exc = None, 0, None
+    if first:
+        native, code, exc = _open(dcore.coll.comm, filename, amode, info)
+    seen = d.allgather((first, code, _stat(filename) if first and leader and not code else None))
+    failed = [c for f, c, _ in seen if f and c]
+    if failed:
+        _give_up(d, native)
+        raise exc if exc is not None else MPI.Exception(failed[0])
+    theirs = next(s for f, c, s in seen if f and s is not None)
+    if not first:
+        native, code, exc = _open(dcore.coll.comm, filename, amode & ~_NOT_AGAIN, info)
+    seen = d.allgather((first, code, _stat(filename) if not first and leader and not code
+                        else None))
+    apart = [c for f, c, _ in seen if not f and c]
+    mine = next((s for f, c, s in seen if not f and s is not None), None)
+    if apart or mine != theirs:
+        _give_up(d, native)
+        here = core.engine.cluster
+        other = "high" if here == "low" else "low"
+        opened, then = (here, other) if first else (other, here)
+        why = "does not find it" if apart else "sees another file by that name"
+        raise FileSystemsApart(
+            f"File.Open({filename!r}) on a communicator across the zipper: the {opened} "
+            f"cluster opened it but the {then} cluster {why}; both clusters must see "
+            "one file system (run both in a shared directory, or open the file on each "
+            "cluster's own communicator)")
+    return BridgedFile(native, d, amode)
+
+
+def _give_up(d, native) -> None:
+    if native is not None:
+        native.Close()
+    d.Free()
+
+
+class BridgedFile(MPI.File):
+    """An MPI.File opened across the zipper: this cluster's native file, and the whole group.
+
+    Calls not written out here go to the native file (Rule 3), made below.
+    """
+
+    def __new__(cls, native=None, comm=None, amode: int = 0):
+        return super().__new__(cls)
+
+    def __init__(self, native, comm, amode: int) -> None:
+        self._native = native
+        self._comm = comm  # the bridged communicator (a Dup of the one it was opened on)
+        self._amode = amode
+
+    def _file(self) -> MPI.File:
+        if self._native is None:
+            raise MPI.Exception(MPI.ERR_FILE)
+        return self._native
+
+    def __bool__(self) -> bool:
+        return self._native is not None
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        return self._native is None and isinstance(other, MPI.File) and not other
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    __hash__ = object.__hash__
+
+    def Close(self) -> None:
+        """Close the file: collective over the whole communicator it was opened on."""
+        native = self._file()
+        self._comm.Barrier()  # nobody still uses it when the first cluster deletes it
+        native.Close()
+        self._native = None
+        self._comm.Free()
+
+    free = Close
+
+    def Set_size(self, size: int) -> None:
+        """Resize the file; every rank returns once both clusters have (Rule 4)."""
+        self._file().Set_size(size)
+        self._comm.Barrier()
+
+    def Preallocate(self, size: int) -> None:
+        """Preallocate space; every rank returns once both clusters have (Rule 4)."""
+        self._file().Preallocate(size)
+        self._comm.Barrier()
+
+    def Get_amode(self) -> int:
+        """The access mode the file was opened with."""
+        self._file()
+        return self._amode
+
+    def Get_group(self):
+        """The group of the communicator the file was opened on (both clusters)."""
+        self._file()
+        return self._comm.Get_group()
+
+    amode = property(Get_amode)
+    group = property(Get_group)
+    group_size = property(lambda self: self._comm.Get_size())
+    group_rank = property(lambda self: self._comm.Get_rank())
+    atomicity = property(lambda self: self._file().Get_atomicity(),
+                         lambda self, flag: self._file().Set_atomicity(flag))
+    info = property(lambda self: self._file().Get_info(),
+                    lambda self, info: self._file().Set_info(info))
+    size = property(lambda self: self._file().Get_size())
+    handle = property(lambda self: self._file().handle)
+
+
+def _to_native(name: str):
+    def call(self, *args, **kwargs):
+        return getattr(self._file(), name)(*args, **kwargs)
+
+    call.__name__ = name
+    call.__doc__ = f"{name} on this cluster's native file (see mpi4py's MPI.File.{name})."
+    return call
+
+
+def _not_bridged(name: str):
+    def call(self, *args, **kwargs):
+        raise NotBridged(f"File.{name}: shared file pointers are not bridged across the zipper "
+                         "(use explicit offsets or individual file pointers)")
+
+    call.__name__ = name
+    return call
+
+
+for _name in dir(MPI.File):
+    if _name.startswith("_") or _name in BridgedFile.__dict__:
+        continue
+    _raw = MPI.File.__dict__.get(_name)
+    if callable(_raw) and not isinstance(_raw, (classmethod, staticmethod)):
+        setattr(BridgedFile, _name, _not_bridged(_name) if _name in _SHARED_POINTER
+                else _to_native(_name))
+
+__all__ = ["BridgedFile", "open_across"]
