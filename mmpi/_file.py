@@ -11,27 +11,29 @@ Rule 2: one file system, checked at the open: the second cluster must find the f
 Rule 3: data calls go to the cluster's native file: individual file pointers and explicit
         offsets are each rank's own, and a collective data call is collective within each
         cluster, which MPI-IO's consistency rules allow (the two clusters' accesses meet
-        only through Sync, a barrier and Sync, as any two processes' do). A shared file
-        pointer would need one pointer across the zipper: those calls raise NotBridged.
+        only through Sync, a barrier and Sync, as any two processes' do).
 Rule 4: what one cluster's file does must not undo the other's writes: ROMIO's collective
         buffering and data sieving fill the gaps of a strided write with what they read
         first, which would overwrite the other cluster's data written meanwhile, so both
         are off for writes (hints romio_cb_write, romio_ds_write); Set_size and Preallocate
         end with a barrier across the zipper, so no rank writes before both have truncated.
+Rule 5: the shared file pointer is a number every rank keeps alike, moved only by the
+        collective calls that use it (`*_ordered`, `Seek_shared`; `Set_view` resets it): an
+        ordered call is an allgather of the ranks' counts, then a collective call at the
+        offsets they give. The independent ones (`Read_shared`, `Write_shared` and their `I`
+        forms) would need one pointer served across the zipper: they raise NotBridged.
 """
 
 from __future__ import annotations
 
 import os
 
+from ._buffers import as_typed
 from ._native import MPI
 from .errors import FileSystemsApart, NotBridged
 
 _NOT_AGAIN = MPI.MODE_CREATE | MPI.MODE_EXCL | MPI.MODE_DELETE_ON_CLOSE
-_SHARED_POINTER = ("Read_shared", "Write_shared", "Iread_shared", "Iwrite_shared",
-                   "Read_ordered", "Write_ordered", "Read_ordered_begin", "Read_ordered_end",
-                   "Write_ordered_begin", "Write_ordered_end", "Seek_shared",
-                   "Get_position_shared")
+_SHARED_POINTER = ("Read_shared", "Write_shared", "Iread_shared", "Iwrite_shared")
 
 
 def _stat(filename: str):
@@ -112,6 +114,8 @@ class BridgedFile(MPI.File):
         self._native = native
         self._comm = comm  # the bridged communicator (a Dup of the one it was opened on)
         self._amode = amode
+        self._shared = 0  # the shared file pointer, in etypes of the view (Rule 5)
+        self._etype = 1  # bytes of the view's etype
 
     def _file(self) -> MPI.File:
         if self._native is None:
@@ -150,6 +154,67 @@ class BridgedFile(MPI.File):
         """Preallocate space; every rank returns once both clusters have (Rule 4)."""
         self._file().Preallocate(size)
         self._comm.Barrier()
+
+    def Set_view(self, disp=0, etype=None, filetype=None, datarep="native",
+                 info=MPI.INFO_NULL) -> None:
+        """Set the view (see mpi4py); the shared file pointer goes back to zero (Rule 5)."""
+        self._file().Set_view(disp, etype, filetype, datarep, info)
+        self._shared = 0
+        self._etype = (MPI.BYTE if etype is None else etype).Get_size()
+
+    def _ordered(self, buf, name: str) -> int:
+        """The offset of this rank's part of an ordered call on `buf`; moves the pointer."""
+        mine = as_typed(buf, writable=False, op=f"File.{name}").nbytes // max(self._etype, 1)
+        counts = self._comm.allgather(mine)
+        at = self._shared + sum(counts[:self._comm.Get_rank()])
+        self._shared += sum(counts)
+        return at
+
+    def Write_ordered(self, buf, status=None) -> None:
+        """Write at the shared file pointer, in rank order (collective)."""
+        self._file().Write_at_all(self._ordered(buf, "Write_ordered"), buf, status)
+
+    def Read_ordered(self, buf, status=None) -> None:
+        """Read at the shared file pointer, in rank order (collective)."""
+        self._file().Read_at_all(self._ordered(buf, "Read_ordered"), buf, status)
+
+    def Write_ordered_begin(self, buf) -> None:
+        """Start an ordered write (split collective)."""
+        self._file().Write_at_all_begin(self._ordered(buf, "Write_ordered_begin"), buf)
+
+    def Write_ordered_end(self, buf, status=None) -> None:
+        """Finish an ordered write."""
+        self._file().Write_at_all_end(buf, status)
+
+    def Read_ordered_begin(self, buf) -> None:
+        """Start an ordered read (split collective)."""
+        self._file().Read_at_all_begin(self._ordered(buf, "Read_ordered_begin"), buf)
+
+    def Read_ordered_end(self, buf, status=None) -> None:
+        """Finish an ordered read."""
+        self._file().Read_at_all_end(buf, status)
+
+    def Seek_shared(self, offset: int, whence: int = MPI.SEEK_SET) -> None:
+        """Move the shared file pointer (collective; the same arguments on every rank)."""
+        f = self._file()
+        if whence == MPI.SEEK_SET:
+            at = offset
+        elif whence == MPI.SEEK_CUR:
+            at = self._shared + offset
+        else:  # from the end of the file, in the view's etypes, as the individual pointer goes
+            mine = f.Get_position()
+            f.Seek(offset, whence)
+            at = f.Get_position()
+            f.Seek(mine, MPI.SEEK_SET)
+            at = self._comm.bcast(at, root=0)
+        if at < 0:
+            raise MPI.Exception(MPI.ERR_ARG)
+        self._shared = at
+
+    def Get_position_shared(self) -> int:
+        """The shared file pointer, in etypes of the view."""
+        self._file()
+        return self._shared
 
     def Get_amode(self) -> int:
         """The access mode the file was opened with."""

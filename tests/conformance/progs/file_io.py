@@ -1,6 +1,7 @@
 """MPI-IO on COMM_WORLD (across the zipper when bridged), in the directory argv names: explicit
 offsets independent and collective, a strided view, individual file pointers, non-blocking
-reads and writes, sizes and modes, MODE_DELETE_ON_CLOSE.
+reads and writes, ordered calls on the shared file pointer, sizes and modes,
+MODE_DELETE_ON_CLOSE.
 Prints `rank R: <check> <value>`.
 """
 
@@ -76,6 +77,20 @@ settle(f)
 back = np.empty(N, "i4")
 f.Iread_at(2 * SECTION + ((rank + size - 1) % size) * N * 4, back).Wait()
 say("pointer and non-blocking", back.tolist())
+# section 3: the shared file pointer, collectively: rank r writes r + 1 ints in rank order
+f.Seek_shared(3 * SECTION)
+f.Write_ordered(np.full(rank + 1, 50 + rank, "i4"))
+say("shared position", f.Get_position_shared())
+settle(f)
+ordered = np.empty(size * (size + 1) // 2, "i4")
+f.Read_at(3 * SECTION, ordered)
+say("ordered", ordered.tolist())
+f.Seek_shared(3 * SECTION)
+mine = np.empty(rank + 1, "i4")
+f.Read_ordered(mine)
+say("read ordered", mine.tolist())
+f.Seek_shared(-4, MPI.SEEK_END)
+say("shared from the end", f.Get_position_shared())
 f.Set_atomicity(True)
 say("atomicity", f.Get_atomicity())
 say("extent", f.Get_type_extent(MPI.DOUBLE))
