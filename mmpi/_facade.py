@@ -17,12 +17,14 @@ import zlib
 
 from . import _inter
 from ._bridged import _Bridged, copy_of, subclass_copy
+from ._buffers import as_view
 from ._file import open_across
 from ._group import BridgedGroup, ranks_of
 from ._native import MPI
 from ._p2p_api import attached
 from ._prequest import Prequest as BridgedPrequest
 from ._standin import StandIn, dispatch_unbound, pickle_natively
+from ._window import create_across
 from .errors import MMPIError, NotBridged
 from .intercomm import Intercomm as BridgedIntercomm
 from .request import Request
@@ -224,6 +226,9 @@ class Message(MPI.Message, metaclass=StandIn):
 dispatch_unbound(Message, MPI.Message)
 
 
+_EMPTY = memoryview(bytearray(0))
+
+
 def native_of(comm, what: str):
     """The native communicator to hand to mpi4py for `comm` (a bridged one: if it can be)."""
     if not isinstance(comm, _Bridged):
@@ -231,7 +236,7 @@ def native_of(comm, what: str):
     core = comm._core
     if core.spans:
         raise NotBridged(f"{what} on a communicator across the zipper is not bridged: "
-                         "one-sided windows need one cluster's communicator "
+                         "shared-memory and dynamic windows need one cluster's communicator "
                          "(e.g. from comm.Split_type(MPI.COMM_TYPE_SHARED))")
     return core.coll.comm
 
@@ -243,12 +248,19 @@ class Win(MPI.Win, metaclass=StandIn):
 
     @classmethod
     def Create(cls, memory, disp_unit=1, info=MPI.INFO_NULL, comm=MPI.COMM_SELF):
-        """Create a window (see mpi4py)."""
+        """Create a window (see mpi4py); across the zipper, served by messages (_window)."""
+        if isinstance(comm, _Bridged) and comm._core.spans:
+            mem = _EMPTY if memory is None or memory is MPI.BOTTOM else \
+                as_view(memory, writable=True, op="Win.Create")
+            return create_across(comm, mem, disp_unit, MPI.WIN_FLAVOR_CREATE)
         return MPI.Win.Create(memory, disp_unit, info, native_of(comm, "Win.Create"))
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=MPI.INFO_NULL, comm=MPI.COMM_SELF):
-        """Allocate a window (see mpi4py)."""
+        """Allocate a window (see mpi4py); across the zipper, served by messages (_window)."""
+        if isinstance(comm, _Bridged) and comm._core.spans:
+            mem = memoryview(bytearray(size)) if size else _EMPTY
+            return create_across(comm, mem, disp_unit, MPI.WIN_FLAVOR_ALLOCATE)
         return MPI.Win.Allocate(size, disp_unit, info, native_of(comm, "Win.Allocate"))
 
     @classmethod
