@@ -14,10 +14,10 @@ Rule 3: Fence: each rank learns how many operations of the epoch target it (a re
         of the counts; each operation carries its epoch), serves until it has applied them,
         and collects its own Gets' data; an operation of the next epoch, from an origin out
         of the Fence first, waits until this rank is out too. Lock: a request the target
-        grants when it can (shared or exclusive, in arrival order); Unlock and Flush wait for an acknowledgement
-        the target sends once it has applied what came before. Post sends a note to each
-        origin, Start waits for them; Complete sends one to each target after its operations,
-        Wait serves until every origin's has come.
+        grants when it can (shared or exclusive, in arrival order); Unlock and Flush wait
+        for an acknowledgement the target sends once it has applied what came before. Post
+        sends a note to each origin, Start waits for them; Complete sends one to each target
+        after its operations, Wait serves until every origin's has come.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 from . import _buffers, _rma
 from ._native import MPI
 from ._op import PENDING, SENT
+from ._winface import WindowFace
 from .errors import NotBridged, UsageError
 from .request import BridgedRequest
 
@@ -45,7 +46,7 @@ def create_across(comm, memory, disp_unit: int, flavor: int) -> BridgedWin:
     return BridgedWin(d, memory, [u for u, _ in shape], [n for _, n in shape], flavor)
 
 
-class BridgedWin(MPI.Win):
+class BridgedWin(WindowFace, MPI.Win):
     """An MPI.Win across the zipper (Rule 1): calls not written out here raise NotBridged."""
 
     def __new__(cls, *args, **kwargs):
@@ -166,11 +167,6 @@ class BridgedWin(MPI.Win):
             self._engine.wait_until(poll, lambda: True if done() else PENDING)
 
     # -- the origin's side ------------------------------------------------------------
-    def _live(self, name: str):
-        if self._comm is None:
-            raise UsageError(f"Win.{name}: the window has been freed")
-        return self._comm
-
     def _drain(self, target: int) -> None:
         """Take every reply `target` owes this rank, in order (Rule 1)."""
         expect = self._expect[target]
@@ -449,77 +445,6 @@ class BridgedWin(MPI.Win):
 
     free = Free
 
-    def tomemory(self):
-        """The window's memory on this rank."""
-        self._live("tomemory")
-        return self._mem
-
-    def Get_group(self):
-        """The group of the communicator the window was made on."""
-        return self._live("Get_group").Get_group()
-
-    def Get_attr(self, keyval: int):
-        """WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL."""
-        self._live("Get_attr")
-        if keyval == MPI.WIN_BASE:
-            return MPI.Get_address(self._mem) if len(self._mem) else 0
-        if keyval == MPI.WIN_SIZE:
-            return len(self._mem)
-        if keyval == MPI.WIN_DISP_UNIT:
-            return self._units[self._rank]
-        if keyval == MPI.WIN_CREATE_FLAVOR:
-            return self._flavor
-        if keyval == MPI.WIN_MODEL:
-            return MPI.WIN_UNIFIED
-        raise NotBridged("Win.Get_attr: attributes of a program's own keyvals are not "
-                         "bridged on a window across the zipper")
-
-    def Get_info(self):
-        """An empty info object: the window keeps no hints."""
-        return MPI.Info.Create()
-
-    def Set_info(self, info) -> None:
-        """Hints are accepted and not acted on."""
-
-    def Get_name(self) -> str:
-        """The window's name."""
-        return self._name
-
-    def Set_name(self, name: str) -> None:
-        """Name the window."""
-        self._name = name
-
-    def Get_errhandler(self):
-        """The window's error handler."""
-        return self._errhandler
-
-    def Set_errhandler(self, errhandler) -> None:
-        """Errors raise unless ERRORS_ARE_FATAL/ABORT is set (then the job ends)."""
-        self._errhandler = errhandler
-
-    def __bool__(self) -> bool:
-        return self._comm is not None
-
-    def __eq__(self, other) -> bool:
-        if other is self:
-            return True
-        return self._comm is None and isinstance(other, MPI.Win) and not other
-
-    def __ne__(self, other) -> bool:
-        return not self == other
-
-    __hash__ = object.__hash__
-
-    group = property(Get_group)
-    group_size = property(lambda self: self._size)
-    group_rank = property(lambda self: self._rank)
-    flavor = property(lambda self: self._flavor)
-    model = property(lambda self: MPI.WIN_UNIFIED)
-    name = property(Get_name, Set_name)
-    info = property(Get_info, Set_info)
-    attrs = property(lambda self: (self.Get_attr(MPI.WIN_BASE), len(self._mem),
-                                   self._units[self._rank]))
-
 
 def _op(op, name: str):
     """`op` if an accumulate may use it: predefined ops only (MPI)."""
@@ -539,6 +464,7 @@ def _not_bridged(name: str):
 for _name in dir(MPI.Win):
     _raw = MPI.Win.__dict__.get(_name)
     if not _name.startswith("_") and _name not in BridgedWin.__dict__ and callable(_raw) \
+            and _name not in WindowFace.__dict__ \
             and not isinstance(_raw, (classmethod, staticmethod)):
         setattr(BridgedWin, _name, _not_bridged(_name))
 

@@ -1,0 +1,92 @@
+"""What a window across the zipper shows of itself: memory, group, attributes, names.
+
+A mixin of `_window.BridgedWin`, which keeps the fields read here: `_comm` (None once freed),
+`_mem`, `_units`, `_rank`, `_size`, `_flavor`, `_name`, `_errhandler`.
+"""
+
+from __future__ import annotations
+
+from ._native import MPI
+from .errors import NotBridged, UsageError
+
+
+class WindowFace:
+    """The window's own attributes (MPI.WIN_BASE, ...), names, error handler and identity."""
+
+    __slots__ = ()
+
+    def _live(self, name: str):
+        if self._comm is None:
+            raise UsageError(f"Win.{name}: the window has been freed")
+        return self._comm
+
+    def tomemory(self):
+        """The window's memory on this rank."""
+        self._live("tomemory")
+        return self._mem
+
+    def Get_group(self):
+        """The group of the communicator the window was made on."""
+        return self._live("Get_group").Get_group()
+
+    def Get_attr(self, keyval: int):
+        """WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL."""
+        self._live("Get_attr")
+        if keyval == MPI.WIN_BASE:
+            return MPI.Get_address(self._mem) if len(self._mem) else 0
+        if keyval == MPI.WIN_SIZE:
+            return len(self._mem)
+        if keyval == MPI.WIN_DISP_UNIT:
+            return self._units[self._rank]
+        if keyval == MPI.WIN_CREATE_FLAVOR:
+            return self._flavor
+        if keyval == MPI.WIN_MODEL:
+            return MPI.WIN_UNIFIED
+        raise NotBridged("Win.Get_attr: attributes of a program's own keyvals are not "
+                         "bridged on a window across the zipper")
+
+    def Get_info(self):
+        """An empty info object: the window keeps no hints."""
+        return MPI.Info.Create()
+
+    def Set_info(self, info) -> None:
+        """Hints are accepted and not acted on."""
+
+    def Get_name(self) -> str:
+        """The window's name."""
+        return self._name
+
+    def Set_name(self, name: str) -> None:
+        """Name the window."""
+        self._name = name
+
+    def Get_errhandler(self):
+        """The window's error handler."""
+        return self._errhandler
+
+    def Set_errhandler(self, errhandler) -> None:
+        """Errors raise unless ERRORS_ARE_FATAL/ABORT is set (then the job ends)."""
+        self._errhandler = errhandler
+
+    def __bool__(self) -> bool:
+        return self._comm is not None
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        return self._comm is None and isinstance(other, MPI.Win) and not other
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    __hash__ = object.__hash__
+
+    group = property(Get_group)
+    group_size = property(lambda self: self._size)
+    group_rank = property(lambda self: self._rank)
+    flavor = property(lambda self: self._flavor)
+    model = property(lambda self: MPI.WIN_UNIFIED)
+    name = property(Get_name, Set_name)
+    info = property(Get_info, Set_info)
+    attrs = property(lambda self: (self.Get_attr(MPI.WIN_BASE), len(self._mem),
+                                   self._units[self._rank]))
