@@ -27,6 +27,7 @@ from collections import deque
 import numpy as np
 
 from . import _buffers, _rma
+from ._message import Message
 from ._native import MPI
 from ._op import PENDING, SENT
 from ._winface import WindowFace
@@ -85,12 +86,15 @@ class BridgedWin(WindowFace, MPI.Win):
         self._serving = True
         did = False
         try:
-            while True:
-                status = MPI.Status()
-                msg = self._comm.improbe(MPI.ANY_SOURCE, T_REQ, status)
-                if msg is None:
+            # what has arrived, taken from the matcher as an improbe would, without the
+            # progress and back-off of a program's probe: this runs inside progress
+            _, source, tag = self._comm._peek(MPI.ANY_SOURCE, T_REQ, "Win")
+            ctx, p2p = self._comm._core.p2p, self._engine.p2p
+            while self._comm is not None:
+                found = ctx.queues.peek(source, tag)
+                if found is None:
                     break
-                self._apply(status.Get_source(), msg.recv())
+                self._apply(found.source, Message(p2p.take(ctx, found), p2p, True).recv())
                 did = True
         finally:
             self._serving = False
@@ -160,6 +164,7 @@ class BridgedWin(WindowFace, MPI.Win):
 
     def _wait_served(self, done) -> None:
         def poll():
+            self._engine.progress()  # serves (in the background steps)
             self._serve()
             return True if done() else PENDING
 

@@ -23,7 +23,7 @@ class WindowFace:
     def tomemory(self):
         """The window's memory on this rank."""
         self._live("tomemory")
-        return self._mem
+        return MPI.buffer(self._mem)
 
     def Get_group(self):
         """The group of the communicator the window was made on."""

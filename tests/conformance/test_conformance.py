@@ -129,3 +129,10 @@ def test_mpi4py_futures_pool_and_comm_executors(low, high):
 def test_mpi_io_files_across_the_zipper(low, high, tmp_path):
     # both clusters in one file system here: one native file per cluster (mmpi/_file.py)
     check_same("file_io.py", low, high, str(tmp_path))
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
+def test_one_sided_windows_across_the_zipper(low, high):
+    # operations as messages the target serves (mmpi/_window.py): fences, locks, PSCW
+    check_same("rma.py", low, high)

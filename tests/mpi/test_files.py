@@ -1,6 +1,6 @@
-"""MPI-IO files on a communicator across the zipper: where both clusters cannot share the file,
+"""MPI-IO files and one-sided windows across the zipper: where both clusters cannot share a file,
 or a call is not bridged, every rank says so at once (the working cases are in the conformance
-programs, tests/conformance/progs/file_io.py)."""
+programs, tests/conformance/progs/file_io.py and rma.py)."""
 
 import re
 
@@ -36,3 +36,16 @@ def test_an_open_refused_in_one_cluster_is_refused_everywhere(bridged, tmp_path)
     job = bridged("file_across.py", "excl", str(tmp_path), low=1, high=2, timeout=50)
     assert job.returncode == 0, job.output
     assert len(re.findall(r"rank \d: refused: error class \d+", job.stdout)) == 3, job.output
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("case,message", [
+    ("shared", r"NotBridged: Win.Allocate_shared on a communicator across the zipper"),
+    ("dynamic", r"NotBridged: Win.Create_dynamic on a communicator across the zipper"),
+    ("outside", r"UsageError: Win.Put: target rank \d: displacement 0, 3 elements reach "
+                r"bytes 0..24 of a window of 16 bytes"),
+])
+def test_windows_across_say_what_they_refuse(bridged, case, message):
+    job = bridged("win_across.py", case, low=1, high=1, timeout=50)
+    assert job.returncode == 0, job.output
+    assert len(re.findall(r"rank \d: " + message, job.stdout)) == 2, job.output
