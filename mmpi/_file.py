@@ -122,6 +122,9 @@ class BridgedFile(MPI.File):
             raise MPI.Exception(MPI.ERR_FILE)
         return self._native
 
+    def __reduce__(self):
+        raise ValueError("cannot serialize 'mpi4py.MPI.File' instance")
+
     def __bool__(self) -> bool:
         return self._native is not None
 

@@ -61,12 +61,15 @@ class WindowFace:
         self._name = name
 
     def Get_errhandler(self):
-        """The window's error handler."""
-        return self._errhandler
+        """The window's error handler (a new handle, as MPI gives: the caller frees it)."""
+        return MPI.Errhandler(self._errhandler)
 
     def Set_errhandler(self, errhandler) -> None:
         """Errors raise unless ERRORS_ARE_FATAL/ABORT is set (then the job ends)."""
         self._errhandler = errhandler
+
+    def __reduce__(self):
+        raise ValueError("cannot serialize 'mpi4py.MPI.Win' instance")
 
     def __bool__(self) -> bool:
         return self._comm is not None

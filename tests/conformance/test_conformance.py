@@ -125,7 +125,7 @@ def test_mpi4py_futures_pool_and_comm_executors(low, high):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("low,high", LAYOUTS)
+@pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
 def test_mpi_io_files_across_the_zipper(low, high, tmp_path):
     # both clusters in one file system here: one native file per cluster (mmpi/_file.py)
     check_same("file_io.py", low, high, str(tmp_path))
