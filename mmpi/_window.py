@@ -224,6 +224,8 @@ class BridgedWin(WindowFace, MPI.Win):
     def Put(self, origin, target_rank: int, target=None) -> None:
         """Put `origin` into the target's window (complete at the next synchronisation)."""
         self._live("Put")
+        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
+            return
         typed = _buffers.as_typed(origin, writable=False, op="Win.Put")
         at, runs = self._where("Put", target_rank, target, typed, origin)
         self._send(target_rank, ("put", self._epoch_of(target_rank), at, runs,
@@ -232,6 +234,8 @@ class BridgedWin(WindowFace, MPI.Win):
     def Get(self, origin, target_rank: int, target=None) -> None:
         """Get the target's data into `origin` (there at the next synchronisation)."""
         self._live("Get")
+        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
+            return
         self._fetch("Get", origin, target_rank, target,
                     lambda epoch, at, runs, base: ("get", epoch, at, runs))
 
@@ -253,6 +257,8 @@ class BridgedWin(WindowFace, MPI.Win):
     def Accumulate(self, origin, target_rank: int, target=None, op=MPI.SUM) -> None:
         """Combine `origin` into the target's window with `op`."""
         self._live("Accumulate")
+        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
+            return
         typed = _buffers.as_typed(origin, writable=False, op="Win.Accumulate")
         at, runs = self._where("Accumulate", target_rank, target, typed, origin)
         self._send(target_rank, ("acc", self._epoch_of(target_rank), at, runs,
@@ -262,6 +268,8 @@ class BridgedWin(WindowFace, MPI.Win):
                        op=MPI.SUM) -> None:
         """Accumulate, and the target's data before it into `result`."""
         self._live("Get_accumulate")
+        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
+            return
         op = _op(op, "Get_accumulate")
         data = b""
         if op != MPI.NO_OP and origin is not None:
@@ -280,10 +288,16 @@ class BridgedWin(WindowFace, MPI.Win):
                          target_disp: int = 0) -> None:
         """Swap one element at the target for `origin` if it equals `compare`."""
         self._live("Compare_and_swap")
+        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
+            return
         typed = _buffers.as_typed(result, writable=True, op="Win.Compare_and_swap")
         at, _ = self._where("Compare_and_swap", target_rank, (target_disp,), typed, result)
         new = bytes(_buffers.as_typed(origin, writable=False, op="Win.Compare_and_swap").view)
         old = bytes(_buffers.as_typed(compare, writable=False, op="Win.Compare_and_swap").view)
+        if not len(new) == len(old) == typed.nbytes:
+            raise UsageError(f"Win.Compare_and_swap: origin, compare and result must be one "
+                             f"element each, of one datatype (got {len(new)}, {len(old)} and "
+                             f"{typed.nbytes} bytes)")
         view = typed.view
         self._expect[target_rank].append(lambda got: view.__setitem__(slice(None), got))
         self._send(target_rank, ("cas", self._epoch_of(target_rank), at, old, new))
