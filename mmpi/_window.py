@@ -75,6 +75,9 @@ class BridgedWin(WindowFace, MPI.Win):
         self._serving = False
         self._outbox: list = []  # sends not known to be complete (Rule 1)
         self._engine = comm._core.engine
+        # what _serve looks for, worked out once: it runs on every progress of the bridge
+        _, self._any, self._req = comm._peek(MPI.ANY_SOURCE, T_REQ, "Win")
+        self._ctx = comm._core.p2p
         self._engine.background.append(self._serve)
 
     # -- the target's side (Rule 2) ---------------------------------------------------
@@ -88,10 +91,9 @@ class BridgedWin(WindowFace, MPI.Win):
         try:
             # what has arrived, taken from the matcher as an improbe would, without the
             # progress and back-off of a program's probe: this runs inside progress
-            _, source, tag = self._comm._peek(MPI.ANY_SOURCE, T_REQ, "Win")
-            ctx, p2p = self._comm._core.p2p, self._engine.p2p
+            ctx, p2p = self._ctx, self._engine.p2p
             while self._comm is not None:
-                found = ctx.queues.peek(source, tag)
+                found = ctx.queues.peek(self._any, self._req)
                 if found is None:
                     break
                 self._apply(found.source, Message(p2p.take(ctx, found), p2p, True).recv())
@@ -164,8 +166,7 @@ class BridgedWin(WindowFace, MPI.Win):
 
     def _wait_served(self, done) -> None:
         def poll():
-            self._engine.progress()  # serves (in the background steps)
-            self._serve()
+            self._engine.progress()  # serves: _serve is one of its background steps
             return True if done() else PENDING
 
         if not done():  # a polite wait, the bridge drained now and then (Engine.wait_until)
@@ -181,6 +182,11 @@ class BridgedWin(WindowFace, MPI.Win):
 
     def _send(self, target: int, req: tuple) -> None:
         self._post(req, target, T_REQ)
+
+    def _ask(self, target: int, req: tuple) -> None:
+        """Send a request the target acknowledges (lock, unlock, flush); `_drain` takes it."""
+        self._expect[target].append(lambda _: None)
+        self._send(target, req)
 
     def _epoch_of(self, target: int) -> int:
         """The epoch an operation to `target` belongs to (counted for the next Fence)."""
@@ -221,15 +227,18 @@ class BridgedWin(WindowFace, MPI.Win):
                              f"target part {dt.Get_size() * count}")
         return at, runs
 
+    def _out(self, name: str, origin, target_rank: int, target, kind: str, tail) -> None:
+        """Send an operation with `origin`'s data: (kind, epoch, at, runs, data, *tail(typed))."""
+        typed = _buffers.as_typed(origin, writable=False, op=f"Win.{name}")
+        at, runs = self._where(name, target_rank, target, typed, origin)
+        self._send(target_rank, (kind, self._epoch_of(target_rank), at, runs,
+                                 bytes(typed.view), *tail(typed)))
+
     def Put(self, origin, target_rank: int, target=None) -> None:
         """Put `origin` into the target's window (complete at the next synchronisation)."""
         self._live("Put")
-        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
-            return
-        typed = _buffers.as_typed(origin, writable=False, op="Win.Put")
-        at, runs = self._where("Put", target_rank, target, typed, origin)
-        self._send(target_rank, ("put", self._epoch_of(target_rank), at, runs,
-                                 bytes(typed.view)))
+        if target_rank != MPI.PROC_NULL:  # else nothing to do (MPI)
+            self._out("Put", origin, target_rank, target, "put", lambda typed: ())
 
     def Get(self, origin, target_rank: int, target=None) -> None:
         """Get the target's data into `origin` (there at the next synchronisation)."""
@@ -257,12 +266,10 @@ class BridgedWin(WindowFace, MPI.Win):
     def Accumulate(self, origin, target_rank: int, target=None, op=MPI.SUM) -> None:
         """Combine `origin` into the target's window with `op`."""
         self._live("Accumulate")
-        if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
-            return
-        typed = _buffers.as_typed(origin, writable=False, op="Win.Accumulate")
-        at, runs = self._where("Accumulate", target_rank, target, typed, origin)
-        self._send(target_rank, ("acc", self._epoch_of(target_rank), at, runs,
-                                 bytes(typed.view), _op(op, "Accumulate"), typed.dt, False))
+        if target_rank != MPI.PROC_NULL:  # else nothing to do (MPI)
+            op = _op(op, "Accumulate")
+            self._out("Accumulate", origin, target_rank, target, "acc",
+                      lambda typed: (op, typed.dt, False))
 
     def Get_accumulate(self, origin, result, target_rank: int, target=None,
                        op=MPI.SUM) -> None:
@@ -347,8 +354,7 @@ class BridgedWin(WindowFace, MPI.Win):
         self._live("Lock")
         if not 0 <= rank < self._size:
             raise UsageError(f"Win.Lock: rank {rank} is not in the window's group")
-        self._expect[rank].append(lambda _: None)
-        self._send(rank, ("lock", lock_type == MPI.LOCK_EXCLUSIVE))
+        self._ask(rank, ("lock", lock_type == MPI.LOCK_EXCLUSIVE))
         self._drain(rank)
         self._locked.add(rank)
 
@@ -357,8 +363,7 @@ class BridgedWin(WindowFace, MPI.Win):
         self._live("Unlock")
         if rank not in self._locked:
             raise UsageError(f"Win.Unlock: rank {rank} is not locked by rank {self._rank}")
-        self._expect[rank].append(lambda _: None)
-        self._send(rank, ("unlock",))
+        self._ask(rank, ("unlock",))
         self._drain(rank)
         self._locked.discard(rank)
 
@@ -366,8 +371,7 @@ class BridgedWin(WindowFace, MPI.Win):
         """A shared lock at every rank."""
         self._live("Lock_all")
         for rank in range(self._size):
-            self._expect[rank].append(lambda _: None)
-            self._send(rank, ("lock", False))
+            self._ask(rank, ("lock", False))
         for rank in range(self._size):
             self._drain(rank)
         self._locked = set(range(self._size))
@@ -376,8 +380,7 @@ class BridgedWin(WindowFace, MPI.Win):
         """End the epoch Lock_all started."""
         self._live("Unlock_all")
         for rank in range(self._size):
-            self._expect[rank].append(lambda _: None)
-            self._send(rank, ("unlock",))
+            self._ask(rank, ("unlock",))
         for rank in range(self._size):
             self._drain(rank)
         self._locked = set()
@@ -385,8 +388,7 @@ class BridgedWin(WindowFace, MPI.Win):
     def Flush(self, rank: int) -> None:
         """Every operation of this rank to `rank` applied there."""
         self._live("Flush")
-        self._expect[rank].append(lambda _: None)
-        self._send(rank, ("flush",))
+        self._ask(rank, ("flush",))
         self._drain(rank)
 
     Flush_local = Flush
