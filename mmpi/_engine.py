@@ -113,6 +113,7 @@ class Engine:
         self.fast = _fastpath.choose()  # the compiled crossing path, or None
         self.handles = [ctrl.handle for ctrl, _ in links]
         self.p2p = PointToPoint(self)
+        self._fan = self.p2p.fanout  # held sends, flushed before any wait (_fanout Rule 1)
         self.crossings = Crossings(self)
         self.tests, self.first = _TESTS, _FIRST  # for the transports' own first rounds
         self.first_batches, self.batch = _FIRST_BATCHES, _BATCH  # the same, compiled
@@ -160,6 +161,8 @@ class Engine:
 
     def progress(self) -> bool:
         """Pull every message that has arrived on either transport into its place."""
+        if self._fan.held and self._fan.due():
+            self._fan.flush()
         did = self.pull_links()
         if self.p2p.pull_local():
             did = True
@@ -176,6 +179,10 @@ class Engine:
         if self.gone and not self._closing:
             self.departures.check()
         return did
+
+    def closing(self) -> bool:
+        """Whether this rank has begun to finalize (it sends nothing more to the forwarders)."""
+        return self._closing
 
     def in_flight(self) -> bool:
         """Whether a non-blocking collective or a posted receive waits for progress (asked by
@@ -241,6 +248,8 @@ class Engine:
         of the other cluster). Then the first rounds pull the forwarder links alone, with no
         clock or back-off (see _FIRST).
         """
+        if self._fan.held:
+            self._fan.flush()
         if ready():
             return
         if remote and self.fast is not None and self.nfwd == 1:
@@ -292,6 +301,8 @@ class Engine:
         the sending rank need. A test that follows other work (computation overlapped with
         communication) only yields: a nap there would slow the computation.
         """
+        if self._fan.held:
+            self._fan.flush()
         if ready():
             return True
         self.progress()
@@ -312,6 +323,8 @@ class Engine:
         (`progress`), then `drained()` gets its say (what it awaits may have come that way),
         and the forwarder's liveness is checked.
         """
+        if self._fan.held:
+            self._fan.flush()
         if self.broken is not None:
             raise self.broken
         backoff = self._waiting
@@ -363,6 +376,8 @@ class Engine:
 
     def wait_native(self, test: Callable[[], bool]) -> None:
         """Wait until `test()` holds, where only native MPI progress can make it hold."""
+        if self._fan.held:
+            self._fan.flush()
         tests = _TESTS
         for _ in _FIRST:
             for _ in tests:
@@ -450,6 +465,8 @@ class Engine:
         self.wait_all([ctrl.Isend([bye, _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
         self.wait_for(lambda: self._bye_acks == self.nfwd)
         unreceived += self._discard_unexpected()  # and what came in while the others finished
+        self.wait_for(self._fan.idle)  # the fan-outs this rank passes on (_fanout Rule 5)
+        self._fan.report()
         _report(self.vrank, "message(s) it never received", unreceived)
         _report(self.vrank, "send(s) that no rank received", abandoned)
         self.finalized = True

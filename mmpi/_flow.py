@@ -112,6 +112,18 @@ class Flow:
         self._send(P.K_PULL, src, 0, mid)
         return record
 
+    def deliver_pulled(self, recv, m: Arrived, truncated) -> None:
+        """A receive matched deferred message `m`: its data comes straight into the buffer."""
+        op, view = recv.op, recv.view
+        fits = view is not None and m.nbytes <= len(view)
+        target = view if fits else memoryview(bytearray(m.nbytes))
+        record = self.pull(m, target)
+        if view is None:
+            op.obj = target
+        op.start([], more=record.ready)
+        if view is not None and not fits:
+            op.fail(truncated(recv, m))
+
     def on_pulled(self, env: P.Envelope, data: MPI.Intercomm) -> None:
         """The data of a deferred message: straight into its receive's buffer."""
         record = self.pulls.pop((env.src, env.aux))

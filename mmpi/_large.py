@@ -90,7 +90,43 @@ class Reassembly:
         return True
 
 
-__all__ = ["Spares", "Reassembly"]
+class Stripes:
+    """The striped messages of one rank: sent over every forwarder, put together on arrival."""
+
+    __slots__ = ("p2p", "_sid", "_sets")
+
+    def __init__(self, p2p) -> None:
+        self.p2p = p2p
+        self._sid = 0
+        self._sets: dict[tuple[int, int], Reassembly] = {}
+
+    def send(self, view: memoryview, dest: int, tag: int, cid: int, route: int):
+        """(envelope, native sends) of `view` striped to world rank `dest`.
+
+        The envelope keeps this pair's route (and so its order); the bytes go through every
+        forwarder at once, one stripe each.
+        """
+        p2p = self.p2p
+        n = len(view)
+        self._sid = sid = self._sid % P.MAX_XFER + 1
+        head = bytearray(P.ENVELOPE_SIZE)
+        P.Envelope(P.K_P2P, p2p.vrank, dest, tag, cid, n, flags=P.F_STRIPED,
+                   aux=sid).pack_into(head)
+        natives = [p2p.links[route][0].Isend([head, _BYTE], 0, P.T_EAGER)]
+        for k in range(p2p.nfwd):
+            off, ln = P.stripe_bounds(n, p2p.nfwd, k)
+            env = P.Envelope(P.K_STRIPE, p2p.vrank, dest, k, cid, ln, p2p.chunk,
+                             p2p.next_xfer(), aux=sid)
+            natives += send_large(p2p.links[k], env, view[off:off + ln])
+        return head, natives
+
+    def of(self, src: int, sid: int) -> Reassembly:
+        """The reassembly of striped message `sid` from `src` (made on first mention)."""
+        key = (src, sid)
+        ra = self._sets.get(key)
+        if ra is None:
+            ra = self._sets[key] = Reassembly(self.p2p.nfwd, lambda: self._sets.pop(key))
+        return ra
 
 
 def send_large(link: tuple, env: P.Envelope, view: memoryview) -> list[MPI.Request]:
@@ -101,3 +137,6 @@ def send_large(link: tuple, env: P.Envelope, view: memoryview) -> list[MPI.Reque
         data.Isend([view[off:off + k], k, _BYTE], 0, env.xfer)
         for off, k in P.chunks(env.nbytes, env.chunk)
     ]
+
+
+__all__ = ["Spares", "Reassembly", "Stripes", "send_large"]

@@ -50,7 +50,7 @@ class Arrived:
     """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
 
     __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare",
-                 "sync", "ctx", "pull", "credit")
+                 "sync", "ctx", "pull", "credit", "tree")
 
     def __init__(self, source, tag, nbytes, message=None, data=None, natives=None, sync=None,
                  ctx=None):
@@ -65,6 +65,7 @@ class Arrived:
         self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
         self.pull = None  # a deferred large message: (sender, id) to pull its data with
         self.credit = None  # a large message under the sender's credit: (sender, bytes)
+        self.tree = None  # a fan-out's ticket: the bytes it stands for (see _fanout)
 
 
 class MatchQueues(Generic[M, R]):

@@ -52,6 +52,10 @@ class Monitor:
         self.phases: dict[str, Counters] = {"main": Counters(self.size)}
         self.current = self.phases["main"]
         self.current_name = "main"
+        # Sends combined into dynamic broadcasts (_fanout): counted above as the program sent
+        # them; here, how many went as tickets, the crossings their bytes made instead, and
+        # the bytes that therefore did not cross.
+        self.combined = {"sends": 0, "crossings": 0, "bytes_not_crossed": 0}
 
     def count(self, kind: str, peer: int, nbytes: int) -> None:
         """One message of `nbytes` to world rank `peer` (kind: "p2p" or "coll")."""
@@ -59,6 +63,13 @@ class Monitor:
         c.msgs[kind][peer] += 1
         c.bytes[kind][peer] += nbytes
         c.hist[kind][peer][bucket(nbytes)] += 1
+
+    def fanout(self, sends: int, crossings: int, kept: int) -> None:
+        """`sends` sends went as tickets, their bytes in `crossings`, `kept` bytes fewer."""
+        c = self.combined
+        c["sends"] += sends
+        c["crossings"] += crossings
+        c["bytes_not_crossed"] += kept
 
     def phase(self, name: str) -> None:
         """Count into phase `name` from now on (a new one, or one seen before)."""
@@ -71,11 +82,13 @@ class Monitor:
         """Forget everything counted; back to phase "main"."""
         self.phases = {"main": Counters(self.size)}
         self.current, self.current_name = self.phases["main"], "main"
+        self.combined = dict.fromkeys(self.combined, 0)
 
     def to_json(self, cluster: str) -> dict:
         return {"version": 1, "rank": self.rank, "size": self.size, "cluster": cluster,
                 "layout": list(self.owners),
-                "phases": [c.to_json(name) for name, c in self.phases.items()]}
+                "phases": [c.to_json(name) for name, c in self.phases.items()],
+                "combined": dict(self.combined)}
 
     def save(self, directory: str, cluster: str) -> str:
         """Write this rank's file (`rank-<vrank>.json`, the format mmpi-monitor reads)."""

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 
 from . import _op
 from ._context import Context
+from ._fanout import Fanout
 from ._flow import Flow
-from ._large import Reassembly, Spares, send_large
+from ._large import Spares, Stripes, send_large
 from ._matching import Arrived, Posted
 from ._native import MPI
 from ._op import Op, Outbox
@@ -59,8 +60,7 @@ class PointToPoint:
         self.outbox = Outbox()  # and the eager forwarded ones, complete for the program
         fast = engine.fast  # the compiled path, or None (_fastpath)
         self.csend = fast.send_eager if fast is not None else None
-        self._stripes: dict[tuple[int, int], Reassembly] = {}
-        self._sid = 0
+        self.stripes = Stripes(self)
         self._xfer = 0
         self._status = MPI.Status()
         self.sync_bit, self.ack_tag = engine.sync_bit, engine.ack_tag
@@ -76,6 +76,8 @@ class PointToPoint:
         layout = engine.layout
         others = layout.size - layout.cluster_size(engine.cluster)
         self.flow = Flow(self, others)
+        self.fanout = fan = Fanout(self)
+        self.hold_min = fan.min_bytes if fan.on else 1 << 62
 
     def forget(self, cid: int) -> None:
         """Context `cid` is gone: its synchronous sends' numbering starts afresh if reused."""
@@ -98,11 +100,17 @@ class PointToPoint:
         op.peer, op.tag = ctx.world_of[dest], tag
         if self.monitor is not None:
             self.monitor.count(ctx.kind, ctx.world_of[dest], n)
-        if sync:
+        if local < 0 and n >= self.hold_min and not sync:
+            self.fanout.hold(op, ctx, view, ctx.world_of[dest], tag)  # see _fanout
+        elif sync:
+            if local < 0 and self.fanout.held:
+                self.fanout.flush()
             self._isend_sync(op, ctx, view, dest, tag)
         elif local >= 0:
             op.start([ctx.comm.Isend([view, n, _BYTE], local, tag)])
         else:
+            if self.fanout.held:
+                self.fanout.flush()
             self._send_forwarded(op, ctx, view, ctx.world_of[dest], tag)
             if op.done:
                 return op
@@ -115,6 +123,8 @@ class PointToPoint:
         """Send's short way: a small message across, done at once (_op.Outbox); else False."""
         if len(view) > self.eager_max or ctx.local_of[dest] >= 0 or self.monitor is not None:
             return False
+        if self.fanout.held:
+            self.fanout.flush()
         world = ctx.world_of[dest]
         self.send_copy(P.route(self.vrank, world, self.nfwd), P.T_EAGER, world, tag, ctx.id,
                        view)
@@ -135,6 +145,10 @@ class PointToPoint:
         P.pack_eager_into(buf, self.vrank, dest, tag, cid, len(view), 0, aux)
         buf[P.ENVELOPE_SIZE:] = view
         self.outbox.add(self.links[route][0].Isend([buf, _BYTE], 0, mpitag), buf)
+
+    def send_held(self, op: Op, ctx: Context, view: memoryview, dest: int, tag: int) -> None:
+        """Send a held send of `view` to world rank `dest` as it would have gone (_fanout)."""
+        self._send_forwarded(op, ctx, view, dest, tag)
 
     def recv_now(self, ctx: Context, view: memoryview, source: int | None,
                  tag: int | None) -> Arrived | None:
@@ -221,18 +235,7 @@ class PointToPoint:
             op.keep = (env, view)
             op.start(send_large(self.links[route], env, view))
         else:
-            # Striped: the envelope keeps this pair's route (and so its order); the bytes go
-            # through every forwarder at once, one stripe each.
-            self._sid = self._sid % P.MAX_XFER + 1
-            head = bytearray(P.ENVELOPE_SIZE)
-            P.Envelope(P.K_P2P, self.vrank, dest, tag, ctx.id, n, flags=P.F_STRIPED,
-                       aux=self._sid).pack_into(head)
-            natives = [self.links[route][0].Isend([head, _BYTE], 0, P.T_EAGER)]
-            for k in range(self.nfwd):
-                off, ln = P.stripe_bounds(n, self.nfwd, k)
-                env = P.Envelope(P.K_STRIPE, self.vrank, dest, k, ctx.id, ln, self.chunk,
-                                 self.next_xfer(), aux=self._sid)
-                natives += send_large(self.links[k], env, view[off:off + ln])
+            head, natives = self.stripes.send(view, dest, tag, ctx.id, route)
             op.keep = (head, view)
             op.start(natives)
         if sync:  # complete once acknowledged too
@@ -330,9 +333,12 @@ class PointToPoint:
 
     def _deliver_forwarded(self, recv: Posted, m: Arrived) -> None:
         op = recv.op
+        if m.tree is not None:
+            self.fanout.deliver(recv, m, self._truncated)
+            return
         op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
         if m.pull is not None:
-            self._deliver_pulled(recv, m)
+            self.flow.deliver_pulled(recv, m, self._truncated)
             return
         credit = m.credit
 
@@ -363,18 +369,6 @@ class PointToPoint:
 
         op.start(m.natives, copy, more=m.more)
 
-    def _deliver_pulled(self, recv: Posted, m: Arrived) -> None:
-        """A receive matched a deferred message: its data comes straight into the buffer."""
-        op, view = recv.op, recv.view
-        fits = view is not None and m.nbytes <= len(view)
-        target = view if fits else memoryview(bytearray(m.nbytes))
-        record = self.flow.pull(m, target)
-        if view is None:
-            op.obj = target
-        op.start([], more=record.ready)
-        if view is not None and not fits:
-            op.fail(self._truncated(recv, m))
-
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
         head = P.plain_eager(buf) if tag == P.T_EAGER else None
@@ -402,8 +396,11 @@ class PointToPoint:
         if env.flags & P.F_PULLED:
             self.flow.on_pulled(env, self.links[link][1])
             return
+        if kind == P.K_TREE:
+            self.fanout.on_bytes(env, self.links[link][1])
+            return
         if kind == P.K_STRIPE:
-            self._reassembly(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
+            self.stripes.of(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
             return
         ctx = self.engine.contexts.get(env.context)
         if ctx is None:
@@ -413,6 +410,12 @@ class PointToPoint:
         if source is None:
             raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "
                                 f"rank {env.src}, which is not in its communicator")
+        if env.flags & P.F_TREE:  # a fan-out's ticket (see _fanout)
+            m = self.fanout.ticket(env, source)
+            recv = ctx.queues.arrive(m)
+            if recv is not None:
+                self.fanout.deliver(recv, m, self._truncated)
+            return
         sync = env.aux if env.flags & P.F_SYNC else None
         if env.flags & P.F_DEFER:  # protocol Rule 7: the data comes once a receive pulls it
             m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
@@ -448,7 +451,7 @@ class PointToPoint:
             target = memoryview(bytearray(env.nbytes))
         m.data = target[: env.nbytes]
         if env.flags & P.F_STRIPED:
-            ra = self._reassembly(env.src, env.aux)
+            ra = self.stripes.of(env.src, env.aux)
             ra.place(m.data, env.nbytes)
             m.more = ra.ready
         else:
@@ -466,13 +469,6 @@ class PointToPoint:
             op.start(m.natives, lambda: self.flow.consumed(*m.credit), more=m.more)
         else:
             self._deliver_forwarded(recv, m)
-
-    def _reassembly(self, src: int, sid: int) -> Reassembly:
-        key = (src, sid)
-        ra = self._stripes.get(key)
-        if ra is None:
-            ra = self._stripes[key] = Reassembly(self.nfwd, lambda: self._stripes.pop(key))
-        return ra
 
     def take(self, ctx: Context, m: Arrived) -> Arrived:
         """A matched probe takes `m` out of the queue: it is matched now."""

@@ -68,7 +68,9 @@ def read(phase: str | None = None) -> dict:
     """The counters of this rank now: lists indexed by destination virtual rank.
 
     Keys: p2p_msgs, p2p_bytes, coll_msgs, coll_bytes, hist_p2p, hist_coll (per rank, BUCKETS
-    sizes), layout (the cluster of each rank), phase; `phase` None: all phases summed.
+    sizes), layout (the cluster of each rank), phase; `phase` None: all phases summed; and
+    combined (this rank's sends that went as dynamic broadcasts: sends, crossings,
+    bytes_not_crossed; all phases).
     """
     mon = Session.monitor
     if mon is None:
@@ -84,7 +86,8 @@ def read(phase: str | None = None) -> dict:
         for k in hist:
             hist[k] = [[a + b for a, b in zip(x, y, strict=True)]
                        for x, y in zip(hist[k], data[k], strict=True)]
-    return {**out, **hist, "layout": list(mon.owners), "phase": phase}
+    return {**out, **hist, "layout": list(mon.owners), "phase": phase,
+            "combined": dict(mon.combined)}
 
 
 def matrix(phase: str | None = None):

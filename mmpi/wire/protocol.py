@@ -34,6 +34,10 @@ Rule 8: admission. On the intercommunicator a port's Accept returns, the forward
         stranger's messages with it). An admitted cluster gets T_ADMIT on every rank; both
         sides then Dup the control and data channels from it and free it: traffic only ever
         flows on communicators created after the proof.
+Rule 9: dynamic broadcasts. Sends of the same bytes to several ranks of the other cluster may
+        go as one K_TREE message to the first of them and a ticket (F_TREE) to each, in the
+        place of its message; the destinations pass the bytes on among themselves, natively
+        (mmpi/_fanout.py). The forwarder relays both as any other message.
 """
 
 from __future__ import annotations
@@ -72,12 +76,15 @@ K_STRIPE = 2  # one stripe of a striped message: tag = stripe index, aux = strip
 K_ACK = 3  # a receiver matched a synchronous send: aux = the send's id (Rule 6)
 K_PULL = 4  # a receiver matched a deferred message: send its data now (aux = its id, Rule 7)
 K_CREDIT = 5  # a receiver consumed early data: nbytes more may come (Rule 7)
+K_TREE = 6  # a fan-out's bytes, once, to its first destination (aux = the fan-out's id; the
+#             payload starts with the other destinations: u32 count, i32 ranks); Rule 9
 
 # Envelope flags.
 F_STRIPED = 1  # K_P2P eager envelope with no payload: the bytes come as stripes (aux = id)
 F_SYNC = 2  # K_P2P of a synchronous send: acknowledge once matched (aux = the send's id)
 F_DEFER = 4  # K_P2P envelope alone: the data waits at the sender for a K_PULL (aux = its id)
 F_PULLED = 8  # T_LARGE: the data of a deferred message (aux = its id), outside matching
+F_TREE = 16  # K_P2P envelope alone, a fan-out's ticket: nbytes come by K_TREE (aux = its id)
 
 _ENVELOPE = struct.Struct("<BBHiiiiQIII")
 ENVELOPE_SIZE = _ENVELOPE.size

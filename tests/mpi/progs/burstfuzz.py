@@ -1,0 +1,165 @@
+"""Seeded fuzz of dynamic broadcasts: bursts of one buffer to many ranks, mixed with the rest.
+
+usage: burstfuzz.py SEED SECONDS
+
+Every round, from a plan all ranks draw alike, each rank sends a random mix of
+* bursts: one buffer to several random ranks (either cluster) by Isend, by persistent sends
+  started together (Startall), or one object by isend, completed with Waitall;
+* plain sends (small or large) to single ranks, some between the sends of a burst;
+and receives everything with ANY_SOURCE/ANY_TAG receives posted up front, per-source receives
+or matched probes, some ranks only after a pause. The tag of each message is its number among
+the messages from its sender to its receiver, so every receive checks that nothing is lost,
+duplicated or reordered (each source's tags arrive as 0, 1, 2, ...), and every payload is
+compared with the bytes the plan says. Prints `rank R: burstfuzz ok rounds N messages M`.
+"""
+
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+SEED, SECONDS = int(sys.argv[1]), float(sys.argv[2])
+world = MPI.COMM_WORLD
+ME, W = world.Get_rank(), world.Get_size()
+SIZES = (16, 3000, 40000, 70000, 150000, 300000)
+
+
+def payload(src: int, rnd: int, item: int, n: int) -> np.ndarray:
+    return ((np.arange(n, dtype=np.int64) * 7 + src * 131 + rnd * 17 + item) % 251).astype(
+        np.uint8)
+
+
+def plan(rnd: int):
+    """Per sender, its items: (kind, dests, size, item) in send order; kind burst/obj/plain."""
+    rng = np.random.default_rng([SEED, rnd])
+    out = []
+    for src in range(W):
+        items = []
+        for item in range(int(rng.integers(1, 5))):
+            others = [r for r in range(W) if r != src]
+            x = rng.random()
+            n = int(rng.choice(SIZES))
+            if x < 0.55:
+                k = int(rng.integers(2, len(others) + 1))
+                dests = [int(d) for d in rng.permutation(others)[:k]]
+                kind = ("burst", "persistent", "obj")[int(rng.integers(0, 3))]
+                items.append((kind, dests, n, item))
+            else:
+                items.append(("plain", [int(rng.choice(others))], n, item))
+        out.append(items)
+    return out, rng
+
+
+def send(items, rnd: int, seq: dict) -> tuple[list, list]:
+    reqs, persistent = [], []
+    for kind, dests, n, item in items:
+        data = payload(ME, rnd, item, n)
+        tags = []
+        for d in dests:
+            tags.append(seq.get(d, 0))
+            seq[d] = tags[-1] + 1
+        if kind == "plain":
+            reqs.append(world.Isend(data, dests[0], tags[0]))
+        elif kind == "burst":
+            reqs += [world.Isend(data, d, t) for d, t in zip(dests, tags)]
+        elif kind == "persistent":
+            ps = [world.Send_init(data, d, t) for d, t in zip(dests, tags)]
+            MPI.Prequest.Startall(ps)
+            reqs += ps
+            persistent += ps
+        else:
+            reqs += [world.isend(data.tobytes(), d, t) for d, t in zip(dests, tags)]
+    return reqs, persistent
+
+
+def complete(reqs, persistent, rng) -> None:
+    if rng.random() < 0.5:
+        MPI.Request.Waitall(reqs)
+    else:
+        for i in rng.permutation(len(reqs)):
+            reqs[i].Wait()
+    for p in persistent:
+        p.Free()
+
+
+def expected(allitems, rnd: int) -> dict:
+    """(source, tag) -> (kind, bytes) of every message this rank gets this round."""
+    want = {}
+    counters = EXPECT
+    for src, items in enumerate(allitems):
+        for kind, dests, n, item in items:
+            for d in dests:
+                if d == ME:
+                    tag = counters.get(src, 0)
+                    counters[src] = tag + 1
+                    want[(src, tag)] = (kind, payload(src, rnd, item, n).tobytes())
+    return want
+
+
+def check(src: int, tag: int, got: bytes, want: dict) -> None:
+    nxt = NEXT.get(src, 0)
+    if tag != nxt:
+        raise AssertionError(f"rank {ME}: from {src} got tag {tag}, expected {nxt} "
+                             "(lost, duplicated or reordered)")
+    NEXT[src] = nxt + 1
+    kind, data = want.pop((src, tag))
+    if got != data:
+        raise AssertionError(f"rank {ME}: wrong bytes from {src} tag {tag} ({kind}, "
+                             f"{len(got)} vs {len(data)})")
+
+
+def receive(want: dict, rng) -> int:
+    count = len(want)
+    if rng.random() < 0.2:
+        time.sleep(0.05)  # post nothing for a while: the bytes must wait (or pass on) anyway
+    how = rng.random()
+    objs = {k for k, (kind, _) in want.items() if kind == "obj"}
+    if how < 0.4 and not objs:  # everything up front, ANY_SOURCE/ANY_TAG
+        bufs = [bytearray(max(SIZES)) for _ in range(count)]
+        reqs = [world.Irecv(b, MPI.ANY_SOURCE, MPI.ANY_TAG) for b in bufs]
+        sts = [MPI.Status() for _ in reqs]
+        MPI.Request.Waitall(reqs, sts)
+        for b, st in zip(bufs, sts):
+            check(st.Get_source(), st.Get_tag(), bytes(b[:st.Get_count(MPI.BYTE)]), want)
+        return count
+    for _ in range(count):  # one at a time: probe, then the form the message needs
+        st = MPI.Status()
+        src = MPI.ANY_SOURCE if how < 0.7 else min(s for s, _ in want)
+        msg = world.mprobe(src, MPI.ANY_TAG, st)
+        s, t = st.Get_source(), st.Get_tag()
+        if (s, t) in objs:
+            got = msg.recv()
+        else:
+            b = bytearray(st.Get_count(MPI.BYTE))
+            msg.Recv(b)
+            got = bytes(b)
+        check(s, t, got, want)
+    return count
+
+
+EXPECT: dict = {}
+NEXT: dict = {}
+
+
+def main() -> None:
+    seq: dict = {}
+    rounds = messages = 0
+    stop = time.monotonic() + SECONDS
+    while True:
+        go = world.bcast(time.monotonic() < stop if ME == 0 else None, root=0)
+        if not go:
+            break
+        allitems, rng = plan(rounds)
+        want = expected(allitems, rounds)
+        own = np.random.default_rng([SEED, rounds, ME])
+        reqs, persistent = send(allitems[ME], rounds, seq)  # completed after the receives
+        messages += receive(want, own)
+        complete(reqs, persistent, own)
+        assert not want, f"rank {ME}: never received {sorted(want)}"
+        rounds += 1
+    world.Barrier()
+    print(f"rank {ME}: burstfuzz ok rounds {rounds} messages {messages}", flush=True)
+
+
+main()
