@@ -1,0 +1,70 @@
+"""Dynamic broadcasts (mmpi/_fanout.py): one buffer to many ranks of the other cluster.
+
+The rules program checks order, matching, late receivers, persistent and object sends and
+truncation on every rank, and the forwarder's byte count shows the bytes crossed once; the
+burst fuzz mixes bursts, plain sends and wildcard receives on other layouts, two forwarders,
+progress threads and the Python paths.
+"""
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+MiB = 1 << 20
+CROSSED = re.compile(r"mmpi-forwarder\[0\]: done .* low->high \d+ msgs (\d+) B")
+FUZZ_OK = re.compile(r"rank (\d+): burstfuzz ok rounds (\d+) messages (\d+)")
+
+
+def _crossed(job) -> int:
+    m = CROSSED.search(job.stdout)
+    assert m, job.output[-3000:]
+    return int(m.group(1))
+
+
+@pytest.mark.timeout(120)
+def test_a_burst_to_every_far_rank_crosses_once(bridged):
+    job = bridged("fanout_rules.py", low=1, high=3, launcher_args=("--verbose",),
+                  env={"FANOUT_LOW": "1"}, timeout=100)
+    assert job.returncode == 0, job.output[-4000:]
+    assert "fanout rules ok" in job.stdout, job.output[-3000:]
+    # six rounds of 1 MiB to three ranks: the bytes once per round, not three times
+    assert 6 * MiB <= _crossed(job) < 7 * MiB, job.output[-3000:]
+    assert re.search(r"rank 0 combined 18 sends into 6 crossing\(s\)", job.output), \
+        job.output[-3000:]
+
+
+@pytest.mark.timeout(120)
+def test_without_dynamic_broadcasts_every_copy_crosses(bridged):
+    job = bridged("fanout_rules.py", low=2, high=3, launcher_args=("--verbose",),
+                  env={"FANOUT_LOW": "2", "MMPI_DYNAMIC_BCAST": "0"}, timeout=100)
+    assert job.returncode == 0, job.output[-4000:]
+    assert "fanout rules ok" in job.stdout, job.output[-3000:]
+    assert _crossed(job) >= 18 * MiB, job.output[-3000:]
+    assert "combined" not in job.output, job.output[-3000:]
+
+
+@pytest.mark.timeout(60)
+def test_the_burst_fuzz_holds_natively(native):
+    job = native("burstfuzz.py", "3", "2", n=4, timeout=50)
+    assert job.returncode == 0, job.output[-4000:]
+    assert len(FUZZ_OK.findall(job.stdout)) == 4, job.output[-3000:]
+
+
+# Fan-outs from 33000 bytes on, so that more of the fuzz's sizes are combined.
+CASES = [(3, 2, (), {"MMPI_RELAY": "python", "MMPI_RANK_PATH": "python"}),
+         (2, 2, ("--forwarders", "2", "--progress", "all"), {})]
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("low,high,extra,env", CASES, ids=["3+2-python", "2+2-fwd2-progress"])
+def test_the_burst_fuzz_holds_bridged(bridged, low, high, extra, env):
+    job = bridged("burstfuzz.py", "11", "3", low=low, high=high,
+                  launcher_args=("--verbose", *extra),
+                  env={"MMPI_DYNAMIC_BCAST_MIN": "33000", **env}, timeout=130)
+    assert job.returncode == 0, job.output[-4000:]
+    found = FUZZ_OK.findall(job.stdout)
+    assert sorted(int(f[0]) for f in found) == list(range(low + high)), job.output[-3000:]
+    assert all(int(f[2]) > 0 for f in found), job.output[-3000:]
+    combined = [int(n) for n in re.findall(r"combined (\d+) sends", job.output)]
+    assert sum(combined) > 0, job.output[-3000:]
