@@ -35,6 +35,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from ._large import send_large
 from ._matching import Arrived
 from ._native import MPI
 from .wire import protocol as P
@@ -100,31 +101,28 @@ def _never() -> bool:
 class _Bytes:
     """A fan-out's bytes on a destination: arriving, sent on to the subtree, read by tickets."""
 
-    __slots__ = ("whole", "data", "natives", "below", "forwards", "heads", "taken", "credit",
-                 "done")
+    __slots__ = ("data", "natives", "below", "forwards", "heads", "taken", "credit", "done",
+                 "spare", "key", "into")
 
-    def __init__(self) -> None:
-        self.whole = None  # the K_TREE message with its list in front (first destination)
+    def __init__(self, key: tuple[int, int]) -> None:
+        self.key = key  # (sender, fan-out id)
         self.data = None  # the bytes (a memoryview), once their receive is posted
         self.natives: list | None = None  # the receives filling them
-        self.below: list[int] = []  # this rank's subtree
+        self.below: list[int] | None = None  # this rank's subtree, once known
         self.forwards: list | None = None  # the sends to its children, once started
         self.heads: list[bytes] = []  # their heads, alive until sent
         self.taken = False  # this rank's ticket was received (or discarded)
         self.credit = None  # (sender, bytes) to give back when dropped (first destination)
         self.done = False
+        self.spare = None  # the pool's buffer under `data`, given back when dropped
+        self.into = None  # a receive's buffer, when it was matched before the bytes came
 
     def ready(self) -> bool:
-        """Whether the bytes are all in (the list in front of them read, if they had one)."""
+        """Whether the bytes are all in."""
         if self.done:
             return True
         if self.natives is None or not _TestAll(self.natives):
             return False
-        if self.whole is not None:
-            (count,) = struct.unpack_from("<I", self.whole)
-            self.below = list(struct.unpack_from(f"<{count}i", self.whole, 4))
-            self.data = memoryview(self.whole)[4 + 4 * count:]
-            self.whole = None
         self.done = True
         return True
 
@@ -140,8 +138,10 @@ class Fanout:
         self.p2p = p2p
         self.engine = engine
         self.on = env_int("MMPI_DYNAMIC_BCAST", 1) != 0
-        self.min_bytes = max(env_int("MMPI_DYNAMIC_BCAST_MIN", 64 << 10), p2p.eager_max + 1)
-        self.min_dests = env_int("MMPI_DYNAMIC_BCAST_DESTS", 2, minimum=2)
+        # Where it paid on the 2-core machine (docs/performance.md, "Dynamic broadcasts"):
+        # 1 MiB to three ranks 1.3x faster; 256 KiB, or two ranks, slower.
+        self.min_bytes = max(env_int("MMPI_DYNAMIC_BCAST_MIN", 1 << 20), p2p.eager_max + 1)
+        self.min_dests = env_int("MMPI_DYNAMIC_BCAST_DESTS", 3, minimum=2)
         self.held: list[_Held] = []
         self._since = 0.0
         self.tree = engine.local  # the cluster's own world: the heads and bytes (Rule 4)
@@ -203,34 +203,27 @@ class Fanout:
             h.op.start([], more=group.sent)
 
     def _ticket(self, h: _Held, group: _Group) -> None:
+        """The envelope alone, in the message's place; the first destination's carries the
+        list of the others (its subtree)."""
         p2p = self.p2p
+        below = group.dests[1:] if h.dest == group.dests[0] else []
         buf = bytearray(P.ENVELOPE_SIZE)
         P.Envelope(P.K_P2P, p2p.vrank, h.dest, h.tag, h.ctx.id, len(h.view), flags=P.F_TREE,
                    aux=group.fid).pack_into(buf)
+        if below:
+            buf += struct.pack(f"<{len(below)}i", *below)
         link = p2p.links[P.route(p2p.vrank, h.dest, p2p.nfwd)][0]
         p2p.outbox.add(link.Isend([buf, _BYTE], 0, P.T_EAGER), buf)
         self.combined += 1
 
     def _bytes(self, h: _Held, group: _Group) -> None:
-        """The bytes, once, to the first destination, the others' list in front (K_TREE)."""
+        """The bytes, once, to the first destination (K_TREE), right after its ticket."""
         p2p = self.p2p
-        below = group.dests[1:]
-        front = struct.pack(f"<I{len(below)}i", len(below), *below)
         n = len(h.view)
-        env = P.Envelope(P.K_TREE, p2p.vrank, h.dest, 0, 0, len(front) + n, p2p.chunk,
-                         p2p.next_xfer(), 0, group.fid)
-        ctrl, data = p2p.links[P.route(p2p.vrank, h.dest, p2p.nfwd)]
-        natives = [ctrl.Isend([env.pack(), _BYTE], 0, P.T_LARGE)]
-        # The chunks: the first carries the list; the bytes are sent from where they are.
-        chunk = p2p.chunk
-        first = min(chunk - len(front), n)
-        head = bytearray(front)
-        head += h.view[:first]
-        natives.append(data.Isend([head, _BYTE], 0, env.xfer))
-        for off in range(first, n, chunk):
-            k = min(chunk, n - off)
-            natives.append(data.Isend([h.view[off:off + k], k, _BYTE], 0, env.xfer))
-        group.natives, group.keep = natives, head
+        env = P.Envelope(P.K_TREE, p2p.vrank, h.dest, 0, 0, n, p2p.chunk, p2p.next_xfer(), 0,
+                         group.fid)
+        group.natives = send_large(p2p.links[P.route(p2p.vrank, h.dest, p2p.nfwd)], env,
+                                   h.view)
         self.fanouts += 1
         self.kept += n * (len(group.dests) - 1)
         if p2p.monitor is not None:
@@ -241,23 +234,35 @@ class Fanout:
         key = (src, fid)
         e = self.entries.get(key)
         if e is None:
-            e = self.entries[key] = _Bytes()
+            e = self.entries[key] = _Bytes(key)
             if not self._serving:
                 self._serving = True
                 self.engine.background.append(self.serve)
         return e
 
-    def ticket(self, env: P.Envelope, source: int) -> Arrived:
+    def ticket(self, env: P.Envelope, source: int, buf) -> Arrived:
         """The message a ticket stands for, to be matched (Rule 3)."""
         m = Arrived(source, env.tag, env.nbytes)
-        m.tree = self._entry(env.src, env.aux)
+        m.tree = e = self._entry(env.src, env.aux)
+        if len(buf) > P.ENVELOPE_SIZE:  # the first destination's: the others follow
+            e.below = list(struct.unpack_from(f"<{(len(buf) - P.ENVELOPE_SIZE) // 4}i", buf,
+                                              P.ENVELOPE_SIZE))
         return m
+
+    def _land(self, e: _Bytes, n: int) -> memoryview:
+        """Where the bytes go: the receive's own buffer if one took the ticket already, else
+        one of the pool (its pages touched already: a faster receive than a new buffer)."""
+        if e.into is not None:
+            e.data = e.into
+        else:
+            e.spare = self.p2p.spares.take(n)
+            e.data = memoryview(e.spare)[:n]
+        return e.data
 
     def on_bytes(self, env: P.Envelope, data: MPI.Intercomm) -> None:
         """A fan-out's bytes from the forwarder, this rank the first destination (K_TREE)."""
         e = self._entry(env.src, env.aux)
-        e.whole = whole = bytearray(env.nbytes)
-        view = memoryview(whole)
+        view = self._land(e, env.nbytes)
         e.natives = [data.Irecv([view[off:off + n], n, _BYTE], 0, env.xfer)
                      for off, n in P.chunks(env.nbytes, env.chunk)]
         e.credit = (env.src, env.nbytes)
@@ -272,12 +277,28 @@ class Fanout:
             op.fail(truncated(recv, m))
             return
 
+        if view is not None and e.natives is None:  # straight into the receive's buffer,
+            e.into = view[:n]  # which it keeps until the children have the bytes too
+
+            def landed() -> bool:
+                if not e.ready() or e.below is None:
+                    return False
+                if e.forwards is None:
+                    e.forwards = self._forward(e)
+                return _TestAll(e.forwards)
+
+            op.start([], e.take, more=landed)
+            return
+
         def finish() -> None:
             if view is None:
-                op.obj = e.data
+                op.obj, e.spare = e.data, None  # the program's now, not the pool's
             else:
                 view[:n] = e.data
             e.taken = True
+            if e.forwards is None and e.below is not None:  # the children need not wait for
+                #                                              the next progress pass
+                e.forwards = self._forward(e)
 
         op.start([], finish, more=e.ready)
 
@@ -294,17 +315,18 @@ class Fanout:
             src, fid, n, count = _HEAD_FMT.unpack_from(head)
             e = self._entry(src, fid)
             e.below = list(struct.unpack_from(f"<{count}i", head, _HEAD_FMT.size))
-            e.data = memoryview(bytearray(n))
-            e.natives = [tree.Irecv([e.data, n, _BYTE], st.Get_source(), _DATA)]
+            e.natives = [tree.Irecv([self._land(e, n), n, _BYTE], st.Get_source(), _DATA)]
             did = True
         for key, e in list(self.entries.items()):
             if e.forwards is None:
-                if not e.ready():
+                if e.below is None or not e.ready():
                     continue
-                e.forwards = self._forward(key, e)
+                e.forwards = self._forward(e)
                 did = True
             if e.taken and _TestAll(e.forwards):
                 del self.entries[key]
+                if e.spare is not None:
+                    self.p2p.spares.give(e.spare)
                 if e.credit is not None and not self.engine.closing():
                     self.p2p.flow.consumed(*e.credit)
                 did = True
@@ -313,9 +335,9 @@ class Fanout:
             self.engine.background.remove(self.serve)
         return did
 
-    def _forward(self, key: tuple[int, int], e: _Bytes) -> list:
+    def _forward(self, e: _Bytes) -> list:
         """The heads and bytes to this rank's children (Rule 4)."""
-        src, fid = key
+        src, fid = e.key
         n = len(e.data)
         sends = []
         for child, below in subtrees(e.below):

@@ -411,7 +411,7 @@ class PointToPoint:
             raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "
                                 f"rank {env.src}, which is not in its communicator")
         if env.flags & P.F_TREE:  # a fan-out's ticket (see _fanout)
-            m = self.fanout.ticket(env, source)
+            m = self.fanout.ticket(env, source, buf)
             recv = ctx.queues.arrive(m)
             if recv is not None:
                 self.fanout.deliver(recv, m, self._truncated)
