@@ -203,8 +203,10 @@ class Fanout:
             h.op.start([], more=group.sent)
 
     def _ticket(self, h: _Held, group: _Group) -> None:
-        """The envelope alone, in the message's place; the first destination's carries the
-        list of the others (its subtree)."""
+        """The envelope alone, in the message's place (the first destination's: the others).
+
+        The first destination learns its subtree from its ticket, so the bytes go as they are.
+        """
         p2p = self.p2p
         below = group.dests[1:] if h.dest == group.dests[0] else []
         buf = bytearray(P.ENVELOPE_SIZE)
@@ -250,8 +252,10 @@ class Fanout:
         return m
 
     def _land(self, e: _Bytes, n: int) -> memoryview:
-        """Where the bytes go: the receive's own buffer if one took the ticket already, else
-        one of the pool (its pages touched already: a faster receive than a new buffer)."""
+        """Where the bytes go: the buffer of a receive that took the ticket already.
+
+        Else one of the pool: its pages are touched already, a faster receive than a new one.
+        """
         if e.into is not None:
             e.data = e.into
         else:

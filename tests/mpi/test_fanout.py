@@ -61,7 +61,8 @@ CASES = [(3, 2, (), {"MMPI_RELAY": "python", "MMPI_RANK_PATH": "python"}),
 def test_the_burst_fuzz_holds_bridged(bridged, low, high, extra, env):
     job = bridged("burstfuzz.py", "11", "3", low=low, high=high,
                   launcher_args=("--verbose", *extra),
-                  env={"MMPI_DYNAMIC_BCAST_MIN": "33000", "MMPI_DYNAMIC_BCAST_DESTS": "2", **env}, timeout=130)
+                  env={"MMPI_DYNAMIC_BCAST_MIN": "33000", "MMPI_DYNAMIC_BCAST_DESTS": "2",
+                       **env}, timeout=130)
     assert job.returncode == 0, job.output[-4000:]
     found = FUZZ_OK.findall(job.stdout)
     assert sorted(int(f[0]) for f in found) == list(range(low + high)), job.output[-3000:]

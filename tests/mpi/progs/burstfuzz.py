@@ -67,14 +67,14 @@ def send(items, rnd: int, seq: dict) -> tuple[list, list]:
         if kind == "plain":
             reqs.append(world.Isend(data, dests[0], tags[0]))
         elif kind == "burst":
-            reqs += [world.Isend(data, d, t) for d, t in zip(dests, tags)]
+            reqs += [world.Isend(data, d, t) for d, t in zip(dests, tags, strict=True)]
         elif kind == "persistent":
-            ps = [world.Send_init(data, d, t) for d, t in zip(dests, tags)]
+            ps = [world.Send_init(data, d, t) for d, t in zip(dests, tags, strict=True)]
             MPI.Prequest.Startall(ps)
             reqs += ps
             persistent += ps
         else:
-            reqs += [world.isend(data.tobytes(), d, t) for d, t in zip(dests, tags)]
+            reqs += [world.isend(data.tobytes(), d, t) for d, t in zip(dests, tags, strict=True)]
     return reqs, persistent
 
 
@@ -137,7 +137,7 @@ def receive(count: int, rng) -> None:
         reqs = [world.Irecv(b, MPI.ANY_SOURCE, MPI.ANY_TAG) for b in bufs]
         sts = [MPI.Status() for _ in reqs]
         MPI.Request.Waitall(reqs, sts)
-        for b, st in zip(bufs, sts):
+        for b, st in zip(bufs, sts, strict=True):
             check(st.Get_source(), st.Get_tag(), bytes(b[:st.Get_count(MPI.BYTE)]), True)
         return
     for _ in range(count):  # one at a time: probe, then the form the message needs
