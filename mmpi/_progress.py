@@ -1,5 +1,6 @@
-"""Asynchronous progress: a thread of the rank that advances bridged operations while the
-program computes (MMPI_PROGRESS=off|leaders|all|auto; docs/progress.md has the model).
+"""Asynchronous progress: a thread of the rank advances bridged operations while it computes.
+
+MMPI_PROGRESS=off|leaders|all|auto; docs/progress.md has the model.
 
 Without it, what a non-blocking call leaves to do (a collective's crossing and later steps,
 a large message's chunks) advances only when the program calls into mmpi, so it starts at
@@ -11,9 +12,10 @@ Rule 1: one thread at a time in the bridge. Every public call of a bridged objec
         arrived) and naps between passes; while the program is in a call it sleeps. A
         program's call never waits for more than one pass.
 Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
-        flight (a non-blocking collective, an operation not complete, a posted receive);
-        while work is in flight its naps grow from MIN_NAP to MAX_NAP as long as passes find
-        nothing, and shrink back when one moves something.
+        flight (a non-blocking collective, an operation not complete, a posted receive), but
+        makes one pass every _IDLE_CHECK (what came unasked: a dynamic broadcast's bytes to
+        pass on, _fanout); while work is in flight its naps grow from MIN_NAP to MAX_NAP as
+        long as passes find nothing, and shrink back when one moves something.
 Rule 3: the thread needs MPI_THREAD_MULTIPLE (the program may call MPI on native objects
         while the thread is in the bridge); under a lower level progress stays off, said once.
 """
@@ -128,15 +130,18 @@ class _Progress(threading.Thread):
     def run(self) -> None:
         engine, lock = self.engine, LOCK
         nap = MIN_NAP
+        look = False
         while not self._halting:
             # `idle` first: a call that ends from here on wakes the thread (no lost wake-up)
             self.idle = True
-            if not _wanted(engine) or not lock.acquire(blocking=False):
+            if look and lock.acquire(blocking=False):
+                pass  # a look now and then, though nothing was in flight (Rule 2)
+            elif not _wanted(engine) or not lock.acquire(blocking=False):
                 # Nothing in flight, or the program is in a call, which progresses itself:
                 # sleep until a call leaves something in flight. Waiting for the lock
                 # instead would make every call's end hand the lock, and the interpreter,
                 # to this thread, a context switch each on a busy host.
-                self.wake.wait(_IDLE_CHECK)
+                look = not self.wake.wait(_IDLE_CHECK)
                 self.wake.clear()
                 self.idle = False
                 nap = MIN_NAP
@@ -144,7 +149,7 @@ class _Progress(threading.Thread):
                 # Wait, and this thread does not take the lock, and the core, from it.
                 time.sleep(MIN_NAP)
                 continue
-            self.idle = False
+            self.idle = look = False
             try:
                 if engine.finalized or engine.broken is not None:
                     return

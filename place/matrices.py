@@ -9,6 +9,10 @@ A rank file, ``<dir>/rank-<vrank>.json``, is what one rank of a monitored job
                  "p2p_msgs": [n ints], "p2p_bytes": [...], "coll_msgs": [...],
                  "coll_bytes": [...], "hist_p2p": [n lists of 48 ints], "hist_coll": [...]}]}
 
+An optional ``"combined": {"sends": s, "crossings": c, "bytes_not_crossed": b}`` says how
+many of the sends counted in ``p2p_*`` went as dynamic broadcasts (mmpi/_fanout.py): s sends
+whose bytes crossed the zipper c times, b bytes fewer than as sent.
+
 Entry ``[j]`` counts what this rank sent to virtual rank j: user point-to-point (``p2p_*``) and
 the messages collectives made (``coll_*``). ``hist_*[j][k]`` counts the messages to j of s
 bytes with 2**(k-1) < s <= 2**k (k = 0 for s <= 1; the last bin also takes anything larger).
@@ -35,6 +39,7 @@ The merged file, ``matrix.npz`` (`save_matrices`; read it with ``numpy.load`` or
 ``hist_p2p hist_coll``                 (N, N, 48)  [i, j, k]: messages i -> j in size bin k
 ``forwarded``                          (N, N)      bool: layout[i] != layout[j]
 ``phase_<name of any of the above>``   (P, ...)    the same per phase (``phase_p2p_bytes``...)
+``combined``                           (N, 3)      per rank: sends, crossings, bytes_not_crossed
 =====================================  ==========  ==========================================
 """
 
@@ -62,6 +67,7 @@ ARRAYS = COUNTS + HISTS
 MATRIX_FILE = "matrix.npz"
 _RANK_FILE = re.compile(r"rank-(.*)\.json")
 _TOP_KEYS = ("version", "rank", "size", "cluster", "layout", "phases")
+COMBINED = ("sends", "crossings", "bytes_not_crossed")
 _PHASE_KEYS = ("name", *ARRAYS)
 # Smallest and largest message size of each histogram bin; the last bin is open-ended.
 _BIN_LOW = np.array([0] + [2 ** (k - 1) + 1 for k in range(1, BINS)], dtype=np.float64)
@@ -79,6 +85,13 @@ class JobMatrices:
     layout: tuple[str, ...]
     phases: tuple[str, ...]
     per_phase: Mapping[str, np.ndarray]
+    combined: np.ndarray | None = None  # (N, 3): the sends that went as dynamic broadcasts
+
+    def combined_totals(self) -> dict[str, int]:
+        """The job's dynamic broadcasts: sends, crossings, bytes_not_crossed (all phases)."""
+        if self.combined is None:
+            return dict.fromkeys(COMBINED, 0)
+        return {k: int(v) for k, v in zip(COMBINED, self.combined.sum(axis=0), strict=True)}
 
     @property
     def size(self) -> int:
@@ -117,9 +130,10 @@ def merge_rank_files(directory: str | os.PathLike) -> JobMatrices:
     size = 0
     phases: list[str] = []
     blocks: dict[str, list[np.ndarray]] = {}
+    combined: dict[int, list[int]] = {}
     for rank, path in sorted(files.items()):
         doc = _read_json(path)
-        _check_keys(doc, _TOP_KEYS, str(path))
+        _check_keys(doc, _TOP_KEYS, str(path), optional=("combined",))
         if first is not None:
             for key in ("version", "size", "layout"):
                 if doc[key] != first[key]:
@@ -129,6 +143,7 @@ def merge_rank_files(directory: str | os.PathLike) -> JobMatrices:
         if first is None:
             first_path, first, size = path, doc, doc["size"]
             blocks = {name: [] for name in ARRAYS}
+        combined[rank] = _combined(doc.get("combined"), path)
         row = _phase_rows(doc["phases"], path, size)
         for name in row:
             if name not in phases:
@@ -150,7 +165,21 @@ def merge_rank_files(directory: str | os.PathLike) -> JobMatrices:
         arr = np.stack(blocks[a]) if blocks[a] else np.zeros(shape, dtype=np.int64)
         arr.flags.writeable = False
         per_phase[a] = arr
-    return JobMatrices(tuple(first["layout"]), tuple(phases), per_phase)
+    both = np.array([combined[r] for r in range(size)], dtype=np.int64).reshape(size, 3)
+    both.flags.writeable = False
+    return JobMatrices(tuple(first["layout"]), tuple(phases), per_phase, both)
+
+
+def _combined(part, path: Path) -> list[int]:
+    """A rank file's optional ``combined`` field, checked, as [sends, crossings, bytes]."""
+    if part is None:
+        return [0, 0, 0]
+    if not isinstance(part, dict) or sorted(part) != sorted(COMBINED):
+        raise MonitorError(f"{path}: combined must have exactly {', '.join(COMBINED)}")
+    values = [part[k] for k in COMBINED]
+    if not all(type(v) is int and v >= 0 for v in values):
+        raise MonitorError(f"{path}: combined counts must be whole numbers >= 0: {part}")
+    return values
 
 
 def save_matrices(job: JobMatrices, path: str | os.PathLike) -> None:
@@ -160,6 +189,8 @@ def save_matrices(job: JobMatrices, path: str | os.PathLike) -> None:
         "layout": np.array(job.layout, dtype=str),
         "phases": np.array(job.phases, dtype=str),
         "forwarded": job.forwarded,
+        "combined": (job.combined if job.combined is not None
+                     else np.zeros((job.size, 3), dtype=np.int64)),
     }
     for a in ARRAYS:
         arrays[a] = job.matrix(a)
@@ -196,7 +227,11 @@ def load_matrices(path: str | os.PathLike) -> JobMatrices:
         arr = arr.astype(np.int64)
         arr.flags.writeable = False
         per_phase[a] = arr
-    return JobMatrices(layout, phases, per_phase)
+    combined = data.get("combined")  # absent from files of earlier versions of mmpi
+    if combined is not None and (combined.shape != (n, 3) or combined.dtype.kind not in "iu"):
+        raise MonitorError(f"{path}: combined has shape {combined.shape}, expected ({n}, 3)")
+    return JobMatrices(layout, phases, per_phase,
+                       None if combined is None else combined.astype(np.int64))
 
 
 def load_job(path: str | os.PathLike) -> JobMatrices:
@@ -252,13 +287,14 @@ def _read_json(path: Path) -> dict:
     return doc
 
 
-def _check_keys(doc: dict, expected: Iterable[str], where: str) -> None:
+def _check_keys(doc: dict, expected: Iterable[str], where: str,
+                optional: tuple[str, ...] = ()) -> None:
     expected = tuple(expected)
     for k in expected:
         if k not in doc:
             raise MonitorError(f"{where}: missing field {k!r}")
     for k in doc:
-        if k not in expected:
+        if k not in expected and k not in optional:
             raise MonitorError(f"{where}: unknown field {k!r} (expected {', '.join(expected)})")
 
 

@@ -66,6 +66,11 @@ def summarize(job: JobMatrices, phase: str | None = None) -> str:
             total, fwd = int(b.sum()), forwarded_bytes(b, job.layout)
             lines.append(f"{name:<12} {msgs:>12,} {human_bytes(total):>11} "
                          f"{human_bytes(fwd):>11} {share(fwd, total):>7}")
+    fan = job.combined_totals()
+    if fan["sends"]:
+        lines.append(f"dynamic broadcasts: {fan['sends']:,} of the sends above went as "
+                     f"{fan['crossings']:,} crossing(s) of their bytes; "
+                     f"{human_bytes(fan['bytes_not_crossed'])} did not cross the zipper")
     columns = {k: heaviest_pairs(kind_matrix(job, k, "bytes", phase)) for k in KIND_NAMES}
     rows = max(len(c) for c in columns.values())
     if rows:

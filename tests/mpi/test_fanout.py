@@ -10,6 +10,9 @@ import re
 
 import pytest
 
+from place.matrices import merge_rank_files
+from place.report import summarize
+
 pytestmark = pytest.mark.mpi
 MiB = 1 << 20
 CROSSED = re.compile(r"mmpi-forwarder\[0\]: done .* low->high \d+ msgs (\d+) B")
@@ -23,15 +26,22 @@ def _crossed(job) -> int:
 
 
 @pytest.mark.timeout(120)
-def test_a_burst_to_every_far_rank_crosses_once(bridged):
+def test_a_burst_to_every_far_rank_crosses_once(bridged, tmp_path):
     job = bridged("fanout_rules.py", low=1, high=3, launcher_args=("--verbose",),
-                  env={"FANOUT_LOW": "1"}, timeout=100)
+                  env={"FANOUT_LOW": "1", "MMPI_MONITOR": str(tmp_path)}, timeout=100)
     assert job.returncode == 0, job.output[-4000:]
     assert "fanout rules ok" in job.stdout, job.output[-3000:]
     # six rounds of 1 MiB to three ranks: the bytes once per round, not three times
     assert 6 * MiB <= _crossed(job) < 7 * MiB, job.output[-3000:]
     assert re.search(r"rank 0 combined 18 sends into 6 crossing\(s\)", job.output), \
         job.output[-3000:]
+    # the monitor: every send as the program sent it, and separately what was combined
+    matrices = merge_rank_files(tmp_path)
+    fan = matrices.combined_totals()
+    assert (fan["sends"], fan["crossings"]) == (18, 6), fan
+    assert 12 * MiB <= fan["bytes_not_crossed"] < 13 * MiB, fan  # two copies of six rounds
+    assert matrices.matrix("p2p_msgs")[0, 1:].tolist() == [6, 6, 7]
+    assert "dynamic broadcasts: 18 of the sends above went as 6" in summarize(matrices)
 
 
 @pytest.mark.timeout(120)
