@@ -33,6 +33,8 @@ from typing import IO
 Source = tuple[str, "int | None"]  # (job name, local rank or None for the job's own lines)
 
 _TRACEBACK = "Traceback (most recent call last):"
+# A SyntaxError in the program itself comes without that header: its first line is the frame.
+BARE_FRAME = re.compile(r'  File ".*", line \d+')
 _CHAINED = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -70,7 +72,7 @@ class _Stream:
             if text == "" or text in _CHAINED or _STACK_ENTRY.fullmatch(text):
                 return True
             self.state = _NORMAL
-        if text == _TRACEBACK:
+        if text == _TRACEBACK or BARE_FRAME.fullmatch(text):
             self.state = _IN_TRACEBACK
             return True
         if text.startswith(_IGNORED):

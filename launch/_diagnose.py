@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from . import _status
+from ._console import BARE_FRAME
 from .hygiene import NO_PIDS, Pids
 
 CLUSTER = "cluster"
@@ -152,7 +153,8 @@ class Evidence:
             self.lost_pids.append(int(m[1]))
         if m := _LOST_FORWARDER.search(text):
             self.lost_forwarder.setdefault(rank, int(m[1] or 0))
-        if text == _TRACEBACK:
+        if text == _TRACEBACK or (BARE_FRAME.fullmatch(text)
+                                  and (stream, rank) not in self._in_traceback):
             self._in_traceback.add((stream, rank))
         elif (stream, rank) in self._in_traceback and text and not text.startswith(" "):
             # The first unindented line after the frames is "ExceptionType: message".

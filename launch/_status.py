@@ -12,6 +12,8 @@ ERROR = 1  # the job description is invalid, or a job could not be started
 USAGE = 2  # bad command line
 NOT_BRIDGED = 69  # EX_UNAVAILABLE: the bridge failed, or the ranks never joined it
 INTERNAL = 70  # EX_SOFTWARE: a bug in mmpi-run
+NOT_EXECUTABLE = 126  # the shell's: the command is there but cannot be run
+NOT_FOUND = 127  # the shell's: no such command
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
@@ -32,6 +34,9 @@ exit status:
   {NOT_BRIDGED}       the job did not run bridged: a forwarder failed, hung, was stopped or did
            not exit, or no rank ever joined the bridge (the clusters ran as separate worlds)
   {INTERNAL}       internal error (a bug in mmpi-run)
+  {NOT_EXECUTABLE}      the command is not executable (a directory, a file without x)
+  {NOT_FOUND}      the command was not found (a Python program needs `python` in front)
 """
 
-__all__ = ["ERROR", "HELP", "INTERNAL", "INTERRUPTED", "NOT_BRIDGED", "OK", "USAGE", "killed"]
+__all__ = ["ERROR", "HELP", "INTERNAL", "INTERRUPTED", "NOT_BRIDGED", "NOT_EXECUTABLE",
+           "NOT_FOUND", "OK", "USAGE", "killed"]

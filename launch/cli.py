@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from mmpi.errors import MMPIError
 from mmpi.wire import rendezvous as _rendezvous
 
-from . import _monitoring, _status, hygiene
+from . import _command, _monitoring, _status, hygiene
 from . import config as _config
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
@@ -153,6 +153,11 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
     try:
         hygiene.claim(rendezvous)
         plan = make_plan(config, command, str(rendezvous))
+        if plan.on_this_host_only():  # else the command is for other hosts to find
+            bad = _command.check(command)
+            if bad is not None:
+                print(f"{PROG}: {bad[1]}", file=sys.stderr)
+                return bad[0]
         if plan.monitor is not None:  # once the plan holds: an earlier run's files go
             _monitoring.prepare(plan.monitor)
         if plan.owners is not None:  # before anything starts: the forwarders read it

@@ -165,6 +165,10 @@ class Plan:
         """The cluster launches, low first."""
         return tuple(x for x in self.launches if x.role == CLUSTER)
 
+    def on_this_host_only(self) -> bool:
+        """Whether every rank runs on this host (so its files and PATH are theirs)."""
+        return all(p.host == _placement.LOCALHOST for x in self.layouts for p in x.places)
+
     def describe(self) -> str:
         """Render the plan for --dry-run: the jobs (command line, environment), the rank map."""
         head = f"mmpi-run plan: {len(self.launches)} jobs, started in this order"

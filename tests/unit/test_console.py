@@ -105,3 +105,17 @@ def test_a_rank_that_prints_equals_signs_is_not_hydra(capsys):
     console = Console()
     say(console, "low", 0, ["=" * 10, "=   a table"], "stdout")
     assert capsys.readouterr().out == "[low:0] ==========\n[low:0] =   a table\n"
+
+
+SYNTAX = ['  File "/home/me/prog.py", line 2', "    x = (1,", "        ^",
+          "SyntaxError: '(' was never closed"]
+
+
+def test_a_syntax_error_is_held_like_a_traceback(capsys):
+    console = Console()
+    say(console, "low", 0, SYNTAX)
+    say(console, "low", 1, SYNTAX)
+    assert capsys.readouterr() == ("", "")
+    console.show(("low", 0))
+    assert capsys.readouterr().err.splitlines() == [f"[low:0] {t}" for t in SYNTAX]
+    console.drop()

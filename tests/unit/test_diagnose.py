@@ -183,3 +183,11 @@ def test_a_rank_without_pid_file_is_named_by_its_own_words():
         "rank 1 (low:1) raised ImportError: mmpi-run started this rank with the mpi4py hook off; "
         "cluster 'low' exited with status 1"
     )
+
+
+def test_a_syntax_error_in_the_program_is_what_the_rank_raised():
+    ev = Evidence()
+    for line in ['  File "/home/me/prog.py", line 2', "    x = (1,", "        ^",
+                 "SyntaxError: '(' was never closed"]:
+        ev.feed(0, line)
+    assert ev.exception(0) == "SyntaxError: '(' was never closed"

@@ -1,0 +1,43 @@
+"""The program a job runs, checked before any rank starts: found, and runnable.
+
+Hydra's own report of a command it cannot run is an `execvp` line per rank and status 255,
+which say neither what was wrong nor what to do. When every rank runs on this host (so this
+host's files and PATH are theirs), mmpi-run looks first, as the shell would, and answers with
+the shell's statuses: 127 for a command not found, 126 for one that is not executable. A
+Python file named as the command gets the fix: run it with `python`. Pure but for the file
+system lookups; nothing is started.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+
+from ._status import NOT_EXECUTABLE, NOT_FOUND
+
+
+def check(command: Sequence[str], cwd: str | None = None) -> tuple[int, str] | None:
+    """(status, message) if `command` cannot run on this host, else None."""
+    name = command[0]
+    cwd = cwd or os.getcwd()
+    hint = ""
+    if name.endswith(".py"):
+        hint = f"; to run a Python program, name the interpreter: mmpi-run ... python {name}"
+    if "/" in name:
+        path = os.path.join(cwd, name)
+        if not os.path.exists(path):
+            return NOT_FOUND, f"cannot run {name!r}: no such file{hint}"
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            what = "a directory" if os.path.isdir(path) else "not executable"
+            return NOT_EXECUTABLE, f"cannot run {name!r}: it is {what}{hint}"
+        return None
+    if shutil.which(name) is not None:
+        return None
+    if os.path.isfile(os.path.join(cwd, name)):  # as the shell, Hydra looks on PATH only
+        return NOT_FOUND, (f"cannot run {name!r}: not a command on PATH (it is a file here)"
+                           f"{hint or f'; ./{name} runs it if it is executable'}")
+    return NOT_FOUND, f"cannot run {name!r}: command not found on PATH{hint}"
+
+
+__all__ = ["check"]
