@@ -68,6 +68,8 @@ class BridgedWin(WindowFace, MPI.Win):
         self._exclusive = None  # lock state here: exclusive holder, shared holders, queue
         self._shared = 0
         self._queue: deque = deque()
+        self._waiting: dict[int, list] = {}  # origins whose lock is not granted yet: what they
+        #                                      sent after the request, applied once it is
         self._origins = 0  # PSCW: origins posted to, and the completes come from them
         self._completes = 0
         self._targets: list[int] = []
@@ -115,6 +117,9 @@ class BridgedWin(WindowFace, MPI.Win):
 
     def _apply(self, source: int, req: tuple) -> None:
         kind, mem = req[0], self._mem
+        if source in self._waiting:  # its Lock returned at once; its epoch starts at the grant
+            self._waiting[source].append(req)
+            return
         if kind in ("put", "get", "acc", "cas") and req[1] > self._epoch:
             # an origin past the Fence this rank is still in: its epoch starts here later
             self._early.append((source, req))
@@ -126,7 +131,8 @@ class BridgedWin(WindowFace, MPI.Win):
             elif kind == "get":
                 self._reply(source, _rma.get(mem, at, runs))
             else:
-                old = _rma.accumulate(mem, at, runs, req[4], req[5], req[6])
+                base = req[6] if isinstance(req[6], MPI.Datatype) else MPI.Datatype.f2py(req[6])
+                old = _rma.accumulate(mem, at, runs, req[4], MPI.Op.f2py(req[5]), base)
                 if req[7]:
                     self._reply(source, old)
             if epoch != _NO_EPOCH:
@@ -139,6 +145,7 @@ class BridgedWin(WindowFace, MPI.Win):
                 self._served[epoch] = self._served.get(epoch, 0) + 1
         elif kind == "lock":
             self._queue.append((source, req[1]))
+            self._waiting[source] = []
             self._grant()
         elif kind == "unlock":
             if self._exclusive == source:
@@ -163,6 +170,8 @@ class BridgedWin(WindowFace, MPI.Win):
             else:
                 self._shared += 1
             self._reply(source, "granted")
+            for later in self._waiting.pop(source, ()):
+                self._apply(source, later)
 
     def _wait_served(self, done) -> None:
         def poll():
@@ -267,9 +276,9 @@ class BridgedWin(WindowFace, MPI.Win):
         """Combine `origin` into the target's window with `op`."""
         self._live("Accumulate")
         if target_rank != MPI.PROC_NULL:  # else nothing to do (MPI)
-            op = _op(op, "Accumulate")
+            op = _rma.accumulating(op, "Accumulate")
             self._out("Accumulate", origin, target_rank, target, "acc",
-                      lambda typed: (op, typed.dt, False))
+                      lambda typed: (op.py2f(), _rma.wire_type(typed.dt), False))
 
     def Get_accumulate(self, origin, result, target_rank: int, target=None,
                        op=MPI.SUM) -> None:
@@ -277,17 +286,19 @@ class BridgedWin(WindowFace, MPI.Win):
         self._live("Get_accumulate")
         if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
             return
-        op = _op(op, "Get_accumulate")
+        op = _rma.accumulating(op, "Get_accumulate")
         data = b""
         if op != MPI.NO_OP and origin is not None:
             data = bytes(_buffers.as_typed(origin, writable=False,
                                            op="Win.Get_accumulate").view)
         self._fetch("Get_accumulate", result, target_rank, target,
-                    lambda epoch, at, runs, base: ("acc", epoch, at, runs, data, op, base, True))
+                    lambda epoch, at, runs, base: ("acc", epoch, at, runs, data, op.py2f(),
+                                                   _rma.wire_type(base), True))
 
     def Fetch_and_op(self, origin, result, target_rank: int, target_disp: int = 0,
                      op=MPI.SUM) -> None:
         """Combine one element into the target's window; its value before into `result`."""
+        _one_each("Fetch_and_op", target_rank, origin=origin, result=result)
         self.Get_accumulate(None if op == MPI.NO_OP else origin, result, target_rank,
                             (target_disp,), op)
 
@@ -297,14 +308,12 @@ class BridgedWin(WindowFace, MPI.Win):
         self._live("Compare_and_swap")
         if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
             return
+        _one_each("Compare_and_swap", target_rank, origin=origin, compare=compare,
+                  result=result)
         typed = _buffers.as_typed(result, writable=True, op="Win.Compare_and_swap")
         at, _ = self._where("Compare_and_swap", target_rank, (target_disp,), typed, result)
         new = bytes(_buffers.as_typed(origin, writable=False, op="Win.Compare_and_swap").view)
         old = bytes(_buffers.as_typed(compare, writable=False, op="Win.Compare_and_swap").view)
-        if not len(new) == len(old) == typed.nbytes:
-            raise UsageError(f"Win.Compare_and_swap: origin, compare and result must be one "
-                             f"element each, of one datatype (got {len(new)}, {len(old)} and "
-                             f"{typed.nbytes} bytes)")
         view = typed.view
         self._expect[target_rank].append(lambda got: view.__setitem__(slice(None), got))
         self._send(target_rank, ("cas", self._epoch_of(target_rank), at, old, new))
@@ -350,12 +359,16 @@ class BridgedWin(WindowFace, MPI.Win):
             self._apply(source, req)
 
     def Lock(self, rank: int, lock_type: int = MPI.LOCK_EXCLUSIVE, assertion: int = 0):
-        """Start a passive-target epoch at `rank` (granted before this returns)."""
+        """Start a passive-target epoch at `rank`.
+
+        It returns at once, as MPI allows: the target holds this rank's operations until it
+        grants the lock, and Unlock (or Flush) waits for the grant with their replies; an
+        epoch costs one round trip, not three.
+        """
         self._live("Lock")
         if not 0 <= rank < self._size:
             raise UsageError(f"Win.Lock: rank {rank} is not in the window's group")
         self._ask(rank, ("lock", lock_type == MPI.LOCK_EXCLUSIVE))
-        self._drain(rank)
         self._locked.add(rank)
 
     def Unlock(self, rank: int) -> None:
@@ -371,9 +384,7 @@ class BridgedWin(WindowFace, MPI.Win):
         """A shared lock at every rank."""
         self._live("Lock_all")
         for rank in range(self._size):
-            self._ask(rank, ("lock", False))
-        for rank in range(self._size):
-            self._drain(rank)
+            self._ask(rank, ("lock", False))  # granted by the time Unlock_all drains (Lock)
         self._locked = set(range(self._size))
 
     def Unlock_all(self) -> None:
@@ -467,13 +478,6 @@ class BridgedWin(WindowFace, MPI.Win):
     free = Free
 
 
-def _op(op, name: str):
-    """`op` if an accumulate may use it: predefined ops only (MPI)."""
-    if not isinstance(op, MPI.Op) or not (op.is_predefined or op in (MPI.REPLACE, MPI.NO_OP)):
-        raise UsageError(f"Win.{name}: only predefined ops accumulate (MPI), got {op!r}")
-    return op
-
-
 def _not_bridged(name: str):
     def call(self, *args, **kwargs):
         raise NotBridged(f"Win.{name} is not bridged on a window across the zipper")
@@ -488,5 +492,22 @@ for _name in dir(MPI.Win):
             and _name not in WindowFace.__dict__ \
             and not isinstance(_raw, (classmethod, staticmethod)):
         setattr(BridgedWin, _name, _not_bridged(_name))
+
+
+def _one_each(call: str, rank: int, **bufs) -> None:
+    """mpi4py's checks of the atomic calls: one element in each buffer, of one datatype."""
+    if rank == MPI.PROC_NULL:
+        return
+    first = None
+    for name, spec in bufs.items():
+        typed = _buffers.as_typed(spec, writable=name == "result", op=f"Win.{call}")
+        if typed.count != 1:
+            raise UsageError(f"Win.{call}: {name}: expecting a single element, got "
+                             f"{typed.count}")
+        if first is None:
+            first = (name, typed.dt)
+        elif typed.dt != first[1]:
+            raise UsageError(f"Win.{call}: mismatch in {first[0]} and {name} MPI datatypes")
+
 
 __all__ = ["BridgedWin", "create_across"]
