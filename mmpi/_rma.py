@@ -88,7 +88,7 @@ def accumulate(mem: memoryview, at: int, found, data, op: MPI.Op,
                base: MPI.Datatype) -> bytes:
     """Combine `data` into the runs with `op` (Rule 2); the bytes they held before."""
     old = get(mem, at, found)
-    if op == MPI.NO_OP:
+    if op == MPI.NO_OP or not old:  # nothing to combine (MPI allows a count of 0, of any type)
         return old
     if op == MPI.REPLACE:
         put(mem, at, found, data)

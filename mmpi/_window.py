@@ -416,6 +416,8 @@ class BridgedWin(WindowFace, MPI.Win):
         self._live("Sync")
 
     def _ranks(self, group) -> list[int]:
+        if group.Get_size() == 0:  # MPI.GROUP_EMPTY is mpi4py's own: nothing to translate
+            return []
         mine = self._comm.Get_group()
         try:
             return list(group.Translate_ranks(list(range(group.Get_size())), mine))

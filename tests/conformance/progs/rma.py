@@ -109,6 +109,18 @@ req.Wait()
 win.Flush_all()
 win.Unlock_all()
 say("rget", fresh.tolist())
+
+# an empty Get_accumulate of bytes (MPI allows it; SUM is not defined on BYTE), and the atomic
+# calls' one-element rule as mpi4py checks it
+win.Lock(0)
+empty = np.zeros(0, "u1")
+win.Get_accumulate([empty, 0, MPI.BYTE], [empty, 0, MPI.BYTE], 0)
+try:
+    win.Fetch_and_op(np.ones(2, "i8"), np.zeros(1, "i8"), 0)
+    say("fetch_and_op of two", "accepted")
+except ValueError:
+    say("fetch_and_op of two", "ValueError")
+win.Unlock(0)
 win.Free()
 
 # Win.Allocate: the memory the window gives, written by the left neighbour
