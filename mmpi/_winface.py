@@ -65,8 +65,11 @@ class WindowFace:
         return MPI.Errhandler(self._errhandler)
 
     def Set_errhandler(self, errhandler) -> None:
-        """Errors raise unless ERRORS_ARE_FATAL/ABORT is set (then the job ends)."""
-        self._errhandler = errhandler
+        """Errors raise unless ERRORS_ARE_FATAL/ABORT is set (then the job ends).
+
+        The window keeps a handle of its own, as MPI does: freeing the caller's leaves it.
+        """
+        self._errhandler = MPI.Errhandler(errhandler)
 
     def __reduce__(self):
         raise ValueError("cannot serialize 'mpi4py.MPI.Win' instance")
