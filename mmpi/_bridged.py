@@ -247,11 +247,11 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
         else:
             raise NotBridged("Set_errhandler: only MPI.ERRORS_RETURN, MPI.ERRORS_ARE_FATAL and "
                              "MPI.ERRORS_ABORT are bridged, not user error handlers")
-        self._errhandler = errhandler
+        self._errhandler = MPI.Errhandler(errhandler)  # a handle of its own, as MPI keeps
 
     def Get_errhandler(self):
-        """The error handler set on this communicator."""
-        return self._errhandler
+        """The error handler set on this communicator (a new handle: the caller frees it)."""
+        return MPI.Errhandler(self._errhandler)
 
     def Call_errhandler(self, errorcode: int) -> None:
         """Invoke the error handler: ERRORS_ARE_FATAL/ABORT abort the job; ERRORS_RETURN returns."""
