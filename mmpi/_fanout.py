@@ -83,12 +83,11 @@ class _Held:
 class _Group:
     """One fan-out being sent: its id, destinations, and the sends of its bytes."""
 
-    __slots__ = ("fid", "dests", "natives", "keep")
+    __slots__ = ("fid", "dests", "natives")
 
     def __init__(self, fid: int, dests: list[int]) -> None:
         self.fid, self.dests = fid, dests
         self.natives: list = []
-        self.keep = None  # the first chunk (the list and the first bytes) until sent
 
     def sent(self) -> bool:
         return bool(self.natives) and _TestAll(self.natives)
@@ -285,11 +284,7 @@ class Fanout:
             e.into = view[:n]  # which it keeps until the children have the bytes too
 
             def landed() -> bool:
-                if not e.ready() or e.below is None:
-                    return False
-                if e.forwards is None:
-                    e.forwards = self._forward(e)
-                return _TestAll(e.forwards)
+                return self._start_forwards(e) and _TestAll(e.forwards)
 
             op.start([], e.take, more=landed)
             return
@@ -300,9 +295,7 @@ class Fanout:
             else:
                 view[:n] = e.data
             e.taken = True
-            if e.forwards is None and e.below is not None:  # the children need not wait for
-                #                                              the next progress pass
-                e.forwards = self._forward(e)
+            self._start_forwards(e)  # the children need not wait for the next progress pass
 
         op.start([], finish, more=e.ready)
 
@@ -323,9 +316,8 @@ class Fanout:
             did = True
         for key, e in list(self.entries.items()):
             if e.forwards is None:
-                if e.below is None or not e.ready():
+                if not self._start_forwards(e):
                     continue
-                e.forwards = self._forward(e)
                 did = True
             if e.taken and _TestAll(e.forwards):
                 del self.entries[key]
@@ -338,6 +330,14 @@ class Fanout:
             self._serving = False
             self.engine.background.remove(self.serve)
         return did
+
+    def _start_forwards(self, e: _Bytes) -> bool:
+        """Send the bytes on once they are in and the subtree is known; whether they were."""
+        if e.forwards is None:
+            if e.below is None or not e.ready():
+                return False
+            e.forwards = self._forward(e)
+        return True
 
     def _forward(self, e: _Bytes) -> list:
         """The heads and bytes to this rank's children (Rule 4)."""
