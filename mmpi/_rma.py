@@ -122,5 +122,10 @@ def wire_type(dt: MPI.Datatype):
     return dt.py2f() if dt.is_predefined else dt
 
 
+def from_wire(dt) -> MPI.Datatype:
+    """The datatype `wire_type` sent."""
+    return dt if isinstance(dt, MPI.Datatype) else MPI.Datatype.f2py(dt)
+
+
 __all__ = ["runs", "reach", "put", "get", "accumulate", "compare_and_swap", "accumulating",
-           "wire_type"]
+           "wire_type", "from_wire"]

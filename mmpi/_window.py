@@ -131,8 +131,8 @@ class BridgedWin(WindowFace, MPI.Win):
             elif kind == "get":
                 self._reply(source, _rma.get(mem, at, runs))
             else:
-                base = req[6] if isinstance(req[6], MPI.Datatype) else MPI.Datatype.f2py(req[6])
-                old = _rma.accumulate(mem, at, runs, req[4], MPI.Op.f2py(req[5]), base)
+                old = _rma.accumulate(mem, at, runs, req[4], MPI.Op.f2py(req[5]),
+                                      _rma.from_wire(req[6]))
                 if req[7]:
                     self._reply(source, old)
             if epoch != _NO_EPOCH:
@@ -308,13 +308,10 @@ class BridgedWin(WindowFace, MPI.Win):
         self._live("Compare_and_swap")
         if target_rank == MPI.PROC_NULL:  # nothing to do (MPI)
             return
-        _one_each("Compare_and_swap", target_rank, origin=origin, compare=compare,
-                  result=result)
-        typed = _buffers.as_typed(result, writable=True, op="Win.Compare_and_swap")
+        new, old, typed = _one_each("Compare_and_swap", target_rank, origin=origin,
+                                    compare=compare, result=result)
         at, _ = self._where("Compare_and_swap", target_rank, (target_disp,), typed, result)
-        new = bytes(_buffers.as_typed(origin, writable=False, op="Win.Compare_and_swap").view)
-        old = bytes(_buffers.as_typed(compare, writable=False, op="Win.Compare_and_swap").view)
-        view = typed.view
+        new, old, view = bytes(new.view), bytes(old.view), typed.view
         self._expect[target_rank].append(lambda got: view.__setitem__(slice(None), got))
         self._send(target_rank, ("cas", self._epoch_of(target_rank), at, old, new))
 
@@ -496,20 +493,22 @@ for _name in dir(MPI.Win):
         setattr(BridgedWin, _name, _not_bridged(_name))
 
 
-def _one_each(call: str, rank: int, **bufs) -> None:
-    """mpi4py's checks of the atomic calls: one element in each buffer, of one datatype."""
+def _one_each(call: str, rank: int, **bufs) -> list:
+    """mpi4py's checks of the atomic calls: one element in each buffer, of one datatype.
+
+    Returns the buffers parsed (`_buffers.Typed`), in the order given; none for PROC_NULL.
+    """
     if rank == MPI.PROC_NULL:
-        return
-    first = None
-    for name, spec in bufs.items():
-        typed = _buffers.as_typed(spec, writable=name == "result", op=f"Win.{call}")
-        if typed.count != 1:
-            raise UsageError(f"Win.{call}: {name}: expecting a single element, got "
-                             f"{typed.count}")
-        if first is None:
-            first = (name, typed.dt)
-        elif typed.dt != first[1]:
-            raise UsageError(f"Win.{call}: mismatch in {first[0]} and {name} MPI datatypes")
+        return []
+    typed = [_buffers.as_typed(spec, writable=name == "result", op=f"Win.{call}")
+             for name, spec in bufs.items()]
+    names = list(bufs)
+    for name, t in zip(names, typed, strict=True):
+        if t.count != 1:
+            raise UsageError(f"Win.{call}: {name}: expecting a single element, got {t.count}")
+        if t.dt != typed[0].dt:
+            raise UsageError(f"Win.{call}: mismatch in {names[0]} and {name} MPI datatypes")
+    return typed
 
 
 __all__ = ["BridgedWin", "create_across"]
