@@ -174,12 +174,14 @@ def _combined(part, path: Path) -> list[int]:
     """A rank file's optional ``combined`` field, checked, as [sends, crossings, bytes]."""
     if part is None:
         return [0, 0, 0]
-    if not isinstance(part, dict) or sorted(part) != sorted(COMBINED):
-        raise MonitorError(f"{path}: combined must have exactly {', '.join(COMBINED)}")
+    where = f"{path}: combined"
+    if not isinstance(part, dict):
+        raise MonitorError(f"{where}: expected an object, got {type(part).__name__}")
+    _check_keys(part, COMBINED, where)
     values = [part[k] for k in COMBINED]
-    if not all(type(v) is int and v >= 0 for v in values):
-        raise MonitorError(f"{path}: combined counts must be whole numbers >= 0: {part}")
-    return values
+    if not all(type(v) is int for v in values):  # not True/False either, which numpy takes
+        raise MonitorError(f"{where}: expected whole numbers, got {part}")
+    return _counts(values, where, (len(COMBINED),)).tolist()
 
 
 def save_matrices(job: JobMatrices, path: str | os.PathLike) -> None:
