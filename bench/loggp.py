@@ -152,6 +152,12 @@ def predict(found: Sequence[Region], size: int) -> Region | None:
     return below[-1] if below else (found[0] if found else None)
 
 
+def _at_change(found: Sequence[Region], size: int) -> bool:
+    """Whether `size` is the first or the last size of a region that borders another."""
+    edges = {r.lo for r in found[1:]} | {r.hi for r in found[:-1]}
+    return size in edges
+
+
 def fits(rows: Sequence[dict]) -> dict[str, list[Region]]:
     """The regions of every path measured in `rows` (mmpi-bench's merged rows)."""
     out = {}
@@ -201,6 +207,8 @@ def check(found: dict[str, list[Region]], rows: Sequence[dict]) -> str:
                    and r.get("pairs", 1) == 1]
             if not got:
                 continue
+            if bench == "latency":  # the issue's measure leaves sizes at a region change aside
+                got = [(size, v) for size, v in got if not _at_change(regs, size)]
             within, worst = 0, []
             for size, measured in got:
                 want = model(predict(regs, size), size)
@@ -209,8 +217,11 @@ def check(found: dict[str, list[Region]], rows: Sequence[dict]) -> str:
                 worst.append((abs(error), size, error))
             worst.sort(reverse=True)
             _, size, error = worst[0]
+            missed = ", ".join(f"{s} B {e:+.0%}" for m, s, e in sorted(worst, key=lambda w: w[1])
+                               if m > tol)
             lines.append(f"# {path:<8} {bench:<8} predicted within {tol:.0%} at {within} of "
-                         f"{len(got)} sizes; farthest: {size} B, {error:+.0%}")
+                         f"{len(got)} sizes; farthest: {size} B, {error:+.0%}"
+                         + (f"; missed: {missed}" if missed else ""))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

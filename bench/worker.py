@@ -547,71 +547,75 @@ def overlap(comm, name: str, size: int, opts: Options) -> dict:
 PRTT_N = 16  # messages per parametrised round trip, Netgauge's choice
 
 
-def _spin(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
 def prtt(comm, size: int, opts: Options) -> dict:
     """PRTT(1, 0, s), PRTT(n, 0, s), PRTT(n, d, s) with d above the gap, and the server's
-    receive time per message once they are all there (o_r), in microseconds: medians of
-    `opts.reps` (or more, for small sizes) repetitions between the first and the last rank."""
+    receive time per message once they are all there (o_r), in microseconds. Each is timed as
+    the mean of back-to-back rounds, as `latency` times its ping-pongs (a single round trip,
+    tens of microseconds bridged, is mostly scheduling noise on a shared core), and reported as
+    the median of `opts.reps` repetitions (Rule 3)."""
     a, b = _pair(comm)
     rank, n = comm.Get_rank(), PRTT_N
     buf = np.ones(size, np.uint8)
     t_go = np.zeros(1, np.uint8)
 
-    def round_trip(count: int, delay: float) -> float:
-        # client: count sends `delay` apart, then the answer; server: count receives, answer
-        comm.Barrier()
-        if rank == a:
+    def rounds(count: int, delay: float) -> Callable[[int], float]:
+        # client: count sends `delay` apart, then the answer (s bytes); server: count
+        # receives, then the answer. A delay yields the core while it waits (a spinning client
+        # takes the core the forwarder needs; a sleeping one lets its core idle, and waking it
+        # costs tens of microseconds on a VM); it may last longer than asked, so each one is
+        # timed and the round reported as if it had lasted exactly `delay`.
+        def step(k: int) -> float:
             t0 = time.perf_counter()
-            for i in range(count):
-                comm.Send(buf, b, T_DATA)
-                if delay and i < count - 1:
-                    _spin(delay)
-            comm.Recv(buf, b, T_ACK)
+            if rank == a:
+                for _ in range(k):
+                    for i in range(count):
+                        comm.Send(buf, b, T_DATA)
+                        if delay and i < count - 1:
+                            t1 = time.perf_counter()
+                            while time.perf_counter() - t1 < delay:
+                                os.sched_yield()
+                            t0 += time.perf_counter() - t1 - delay
+                    comm.Recv(buf, b, T_ACK)
+            elif rank == b:
+                for _ in range(k):
+                    for _ in range(count):
+                        comm.Recv(buf, a, T_DATA)
+                    comm.Send(buf, a, T_ACK)
             return time.perf_counter() - t0
-        if rank == b:
-            for _ in range(count):
-                comm.Recv(buf, a, T_DATA)
-            comm.Send(buf, a, T_ACK)
-        return 0.0
+        return step
 
-    def receive_overhead(wait: float) -> float:
-        # the server lets all n arrive (the client sends them at once), then times n receives
-        comm.Barrier()
-        if rank == a:
-            reqs = [comm.Isend(buf, b, T_DATA) for _ in range(n)]
-            MPI.Request.Waitall(reqs)
-            comm.Recv(t_go, b, T_ACK)
-        elif rank == b:
-            time.sleep(wait)
-            t0 = time.perf_counter()
-            for _ in range(n):
-                comm.Recv(buf, a, T_DATA)
-            spent = time.perf_counter() - t0
-            comm.Send(t_go, a, T_ACK)
-            return spent / n
-        return 0.0
+    def receive_overhead(wait: float) -> Callable[[int], float]:
+        # the client sends n at once; the server lets them all arrive, then times n receives
+        def step(k: int) -> float:
+            spent = 0.0
+            for _ in range(k):
+                if rank == a:
+                    MPI.Request.Waitall([comm.Isend(buf, b, T_DATA) for _ in range(n)])
+                    comm.Recv(t_go, b, T_ACK)
+                elif rank == b:
+                    time.sleep(wait)
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        comm.Recv(buf, a, T_DATA)
+                    spent += time.perf_counter() - t0
+                    comm.Send(t_go, a, T_ACK)
+            return spent
+        return step
 
-    reps = max(opts.reps, 9 if size <= 65536 else opts.reps)
+    def timed(step: Callable[[int], float], per: int) -> tuple[float, int]:
+        kernel = Kernel({"size": size}, step, lambda t: t / per, "s", frozenset({a, b}))
+        got = _measure(comm, kernel, opts)
+        return got["value"], got["iters"]
 
-    def median(f, *args) -> float:
-        for _ in range(2):  # warm-up, as Rule 3 wants
-            f(*args)
-        return _max(comm, statistics.median([f(*args) for _ in range(reps)]))
-
-    one = median(round_trip, 1, 0.0)
-    many = median(round_trip, n, 0.0)
+    one, iters = timed(rounds(1, 0.0), 1)
+    many, _ = timed(rounds(n, 0.0), 1)
     gap = max((many - one) / (n - 1), 0.0)
     delay = 1.5 * gap + 2e-6  # longer than each further message costs back to back
-    delayed = median(round_trip, n, delay)
-    o_r = median(receive_overhead, min(0.2, 2 * many + 1e-3))
+    delayed, _ = timed(rounds(n, delay), 1)
+    o_r, _ = timed(receive_overhead(min(0.2, 2 * many + 1e-3)), n)
     us = 1e6
     return {"unit": "us", "value": one * us / 2, "prtt1": one * us, "prttn": many * us,
-            "prttd": delayed * us, "o_r": o_r * us, "n": n, "d": delay * us, "iters": reps}
+            "prttd": delayed * us, "o_r": o_r * us, "n": n, "d": delay * us, "iters": iters}
 
 
 def _points(comm, name: str, sizes: list[int], opts: Options) -> Iterator[Kernel]:

@@ -99,7 +99,20 @@ def test_the_check_compares_predictions_with_the_other_benchmarks():
     assert "bridged  latency  predicted within 20% at 1 of 2 sizes; farthest: 1048576 B, -50%" \
         in text
     assert "bw       predicted within 15% at 1 of 1 sizes" in text
-    assert "rate     predicted within 20% at 0 of 1 sizes; farthest: 8 B, -67%" in text
+    assert "rate     predicted within 20% at 0 of 1 sizes; farthest: 8 B, -67%; missed: 8 B -67%" \
+        in text
+
+
+def test_the_latency_check_leaves_sizes_at_a_region_change_aside():
+    found = {"native": regions(synthetic(0.0))}
+    first, second = found["native"][:2]
+    # a size where the protocol changes, measured far off, does not count; one inside does
+    rows = [{"bench": "latency", "size": s, "native": {"value": 3 * predict(found["native"], s)
+                                                       .one_way(s)}}
+            for s in (first.hi, second.lo, 64)]
+    text = check(found, rows)
+    assert "latency  predicted within 20% at 0 of 1 sizes; farthest: 64 B, -67%; " \
+        "missed: 64 B -67%" in text
 
 
 def test_the_plot_has_a_panel_per_path(tmp_path):
