@@ -44,6 +44,10 @@ class InterCore(Core):
         self.local_comm = None  # the bridged object over `local`, made by intercomm.py
         self.tag = tag  # folded into _TAGS: Dup and Merge make their unions with it
 
+    def start(self, name: str) -> None:
+        """A collective call `name` starts: its steps need no `Coll` (intercomm.py)."""
+        self.call_name = name
+
     def free(self) -> None:
         super().free()
         self.local.free()

@@ -68,10 +68,14 @@ def _persistent(name: str, start: str, owner: type):
     return init
 
 
-def add_persistent(cls: type, neighbor: bool = False) -> None:
-    """Give `cls` the persistent versions of its non-blocking collectives (or neighbour ones)."""
+def add_persistent(cls: type, neighbor: bool = False, skip: tuple[str, ...] = ()) -> None:
+    """Give `cls` the persistent versions of its non-blocking collectives (or neighbour ones).
+
+    None for the non-blocking calls named in `skip`.
+    """
     for name, start in (_NEIGHBOR if neighbor else _COLLECTIVES).items():
-        setattr(cls, name, _persistent(name, start, cls))
+        if start not in skip:
+            setattr(cls, name, _persistent(name, start, cls))
 
 
 class PersistentMethods:

@@ -4,8 +4,9 @@ Point-to-point calls address the remote group (`_inter` Rule 1) and are those of
 bridged communicator. A collective call is one on the local group's private communicator plus
 the leaders' messages (`_inter` Rule 2): a rooted call gives its data to the other group's
 leader, which spreads it in its group; an all-to-all call gathers at the leaders, which swap.
-Calls without such a form here (non-blocking and vector collectives, Split, ...) raise
-NotBridged by name.
+The buffer forms, blocking, non-blocking and persistent, are `_inter_api`'s; the object forms
+and the calls that make communicators are here. Calls without a form (Alltoallw, Scan,
+Create_group, ...) raise NotBridged by name.
 """
 
 from __future__ import annotations
@@ -13,22 +14,22 @@ from __future__ import annotations
 import inspect
 import pickle
 
-from . import _buffers, _inter
+from . import _inter
 from ._bridged import _Bridged, intracomm_class
 from ._coll_api import CollectiveMethods
 from ._create_api import CommunicatorMethods
 from ._group import BridgedGroup
+from ._inter_api import InterCollectiveMethods
+from ._inter_coll import T_ROOTED as _T_ROOTED
+from ._inter_coll import T_SWAP as _T_SWAP
 from ._native import MPI
-from ._persist_api import PersistentMethods
+from ._persist_api import PersistentMethods, add_persistent
 from .errors import NotBridged, RootError, UsageError
 
-_BYTE = MPI.BYTE
 ROOT, PROC_NULL = MPI.ROOT, MPI.PROC_NULL
-# the leaders' messages on the intercommunicator's collective context, by call
-_T_BARRIER, _T_ROOTED, _T_SWAP = 1, 2, 3
 
 
-class Intercomm(_Bridged, MPI.Intercomm):
+class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
     """An intercommunicator between two groups of the bridged world (mirrors mpi4py's)."""
 
     # -- the groups ----------------------------------------------------------------------
@@ -132,6 +133,7 @@ class Intercomm(_Bridged, MPI.Intercomm):
 
     def Merge(self, high: bool = False):
         """The intracommunicator of both groups: the group that gave `high` False first."""
+        self._check("Merge")
         core = self._core
         mine = bool(high)
         theirs = self._theirs(mine, "Merge")
@@ -214,114 +216,8 @@ class Intercomm(_Bridged, MPI.Intercomm):
         core.engine.check()
         if core.freed:
             raise UsageError(f"{call}: the intercommunicator has been freed")
-
-    # -- collectives, buffer forms -------------------------------------------------------
-    def Barrier(self) -> None:
-        """Nobody leaves before every process of both groups has entered."""
-        self._check("Barrier")
-        self._local.Barrier()
-        if self._core.rank == 0:
-            self._swap(b"", "Barrier", _T_BARRIER)
-        self._local.Barrier()
-
-    def Bcast(self, buf, root=0) -> None:
-        """From `root` (MPI.ROOT there, MPI.PROC_NULL in its group) to the other group."""
-        self._check("Bcast")
-        root = self._root(root, "Bcast")
-        if root == ROOT:
-            self._send(_buffers.as_view(buf, writable=False, op="Bcast"), 0, "Bcast")
-        elif root != PROC_NULL:
-            if self._core.rank == 0:
-                _fill(buf, self._recv(root, "Bcast"), "Bcast")
-            self._local.Bcast(buf, 0)
-
-    def Gather(self, sendbuf, recvbuf, root=0) -> None:
-        """The other group's blocks, in rank order, to `root`."""
-        self._check("Gather")
-        root = self._root(root, "Gather")
-        if root == ROOT:
-            _fill(recvbuf, self._recv(0, "Gather"), "Gather")
-        elif root != PROC_NULL:
-            mine = _buffers.as_view(sendbuf, writable=False, op="Gather")
-            got = self._gather(mine)
-            if got is not None:
-                self._send(got, root, "Gather")
-
-    def Scatter(self, sendbuf, recvbuf, root=0) -> None:
-        """`root`'s blocks, one to each rank of the other group."""
-        self._check("Scatter")
-        root = self._root(root, "Scatter")
-        if root == ROOT:
-            self._send(_buffers.as_view(sendbuf, writable=False, op="Scatter"), 0, "Scatter")
-        elif root != PROC_NULL:
-            n = _buffers.as_typed(recvbuf, writable=True, op="Scatter").nbytes
-            _buffers.take_unpacks()
-            all_ = self._recv(root, "Scatter") if self._core.rank == 0 else None
-            if all_ is not None and len(all_) != n * self.Get_size():
-                raise UsageError(f"Scatter on rank {self._core.rank}: the root sent "
-                                 f"{len(all_)} bytes for {self.Get_size()} blocks of {n}")
-            part = bytearray(n)
-            self._local.Scatter([all_, _BYTE] if all_ is not None else None,
-                                [part, _BYTE], 0)
-            _fill(recvbuf, part, "Scatter")
-
-    def Allgather(self, sendbuf, recvbuf) -> None:
-        """Every rank gets the other group's blocks, in rank order."""
-        self._check("Allgather")
-        mine = _buffers.as_view(sendbuf, writable=False, op="Allgather")
-        got = self._gather(mine)
-        theirs = self._swap(got, "Allgather") if got is not None else None
-        _fill(recvbuf, self._local.bcast(theirs, 0), "Allgather")
-
-    def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM) -> None:
-        """Every rank gets `op` over the other group's buffers."""
-        self._check("Allreduce")
-        part = self._reduce_here(sendbuf, op, "Allreduce")
-        theirs = self._swap(part, "Allreduce") if part is not None else None
-        _fill(recvbuf, self._local.bcast(theirs, 0), "Allreduce")
-
-    def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root=0) -> None:
-        """`op` over the other group's buffers, to `root`."""
-        self._check("Reduce")
-        root = self._root(root, "Reduce")
-        if root == ROOT:
-            _fill(recvbuf, self._recv(0, "Reduce"), "Reduce")
-        elif root != PROC_NULL:
-            part = self._reduce_here(sendbuf, op, "Reduce")
-            if part is not None:
-                self._send(part, root, "Reduce")
-
-    def Alltoall(self, sendbuf, recvbuf) -> None:
-        """Block j of rank i of one group to rank j of the other, as its block i."""
-        self._check("Alltoall")
-        mine = _buffers.as_view(sendbuf, writable=False, op="Alltoall")
-        nremote, nlocal = self._core.size, self.Get_size()
-        if len(mine) % max(nremote, 1):
-            raise UsageError(f"Alltoall on rank {self._core.rank}: {len(mine)} bytes are not "
-                             f"{nremote} equal blocks")
-        got = self._gather(mine)
-        blocks = None
-        if got is not None:
-            theirs = self._swap(got, "Alltoall")  # their rank i's blocks for our ranks
-            size = len(theirs) // max(nremote * nlocal, 1)
-            blocks = [b"".join(theirs[(i * nlocal + j) * size:(i * nlocal + j + 1) * size]
-                               for i in range(nremote)) for j in range(nlocal)]
-        _fill(recvbuf, self._local.scatter(blocks, 0), "Alltoall")
-
-    def _gather(self, mine) -> bytes | None:
-        """The equal blocks of this group, in rank order, at its leader (None elsewhere)."""
-        n = len(mine)
-        tmp = bytearray(n * self.Get_size()) if self._core.rank == 0 else None
-        self._local.Gather([mine, _BYTE], [tmp, _BYTE] if tmp is not None else None, 0)
-        return tmp
-
-    def _reduce_here(self, sendbuf, op, call: str) -> bytearray | None:
-        """`op` over this group's buffers, at its leader, as bytes (None elsewhere)."""
-        t = _buffers.as_typed(sendbuf, writable=False, op=call)
-        spec = [t.view, t.count, t.dt]
-        out = bytearray(t.nbytes) if self._core.rank == 0 else None
-        self._local.Reduce(spec, [out, t.count, t.dt] if out is not None else None, op, 0)
-        return out
+        if core.pending:  # the leaders' messages of the calls before go first (in order)
+            core.flush()
 
     # -- collectives, object forms -------------------------------------------------------
     def barrier(self) -> None:
@@ -407,24 +303,12 @@ class Intercomm(_Bridged, MPI.Intercomm):
         return None
 
 
-def _fill(spec, data, call: str) -> None:
-    """Put the bytes `data` into the receive buffer `spec` (unpacked if derived)."""
-    t = _buffers.as_typed(spec, writable=True, op=call)
-    todo = _buffers.take_unpacks()
-    if len(data) > t.nbytes:
-        raise UsageError(f"{call}: {len(data)} bytes arrived for a receive buffer of "
-                         f"{t.nbytes}")
-    t.view[:len(data)] = data
-    for unpack in todo:
-        unpack()
-
-
 def _not_here(name: str):
     def call(self, *args, **kwargs):
         raise NotBridged(f"{name} is not bridged yet on an intercommunicator: mmpi provides "
-                         "its point-to-point calls, Barrier, Bcast, Gather, Scatter, "
-                         "Allgather, Allreduce, Reduce, Alltoall, their object forms, Dup, Split, "
-                         "Compare and Merge")
+                         "its point-to-point calls, every buffer collective but Alltoallw "
+                         "(blocking, non-blocking and persistent), the object forms, Dup, "
+                         "Split, Compare and Merge")
 
     call.__name__ = name
     call.__doc__ = "Not bridged yet on an intercommunicator: raises NotBridged."
@@ -433,7 +317,7 @@ def _not_here(name: str):
 
 def _stub_intracomm_only() -> None:
     """What a bridged intracommunicator has that this class lacks raises NotBridged."""
-    own = set(vars(Intercomm))
+    own = set(vars(Intercomm)) | set(vars(InterCollectiveMethods))
     for mixin in (CollectiveMethods, PersistentMethods, CommunicatorMethods):
         for name, attr in vars(mixin).items():
             if not name.startswith("_") and name not in own and callable(attr) and \
@@ -457,5 +341,9 @@ def _stub_intracomm_only() -> None:
 
 
 _stub_intracomm_only()
+add_persistent(Intercomm, skip=("Iscan", "Iexscan", "Ialltoallw"))
+for _name in ("Scan_init", "Exscan_init", "Alltoallw_init"):
+    setattr(Intercomm, _name, _not_here(_name))
+del _name
 
 __all__ = ["Intercomm"]

@@ -33,14 +33,14 @@ def wait(engine: Engine, w):
         return None
     if t is CrossRecv:
         return w.wait()
-    if t is Op:
+    if t is Op or (t is not tuple and isinstance(w, Op)):  # Pending: another call's steps
         if not w.done:
             engine.wait_for(w.poll, w.remote)
         if w.error is not None:
             raise w.error
         return None
     natives = [r for r in w if type(r) is _Request]
-    ours = [r for r in w if type(r) is Op]
+    ours = [r for r in w if isinstance(r, Op)]
     if natives:
         engine.wait_all(natives)
     if ours:
@@ -58,14 +58,14 @@ def ready(w):
         return None if w.Test() else PENDING
     if t is CrossRecv:
         return w.ready()
-    if t is Op:
+    if t is Op or (t is not tuple and isinstance(w, Op)):
         if not w.poll():
             return PENDING
         if w.error is not None:
             raise w.error
         return None
     natives = [r for r in w if type(r) is _Request]
-    ours = [r for r in w if type(r) is Op]
+    ours = [r for r in w if isinstance(r, Op)]
     if natives and not _Request.Testall(natives):
         return PENDING
     if not all([o.poll() for o in ours]):
