@@ -83,7 +83,10 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
     # -- info (kept, not interpreted) ----------------------------------------------------
     def Set_info(self, info) -> None:
         """Keep a copy of the hints (the bridge does not act on them)."""
-        self._info = info.Dup() if info != MPI.INFO_NULL else MPI.Info.Create()
+        if info == MPI.INFO_NULL:  # as MPI: an invalid info object
+            raise UsageError(f"Set_info on rank {self._core.rank}: MPI.INFO_NULL is not an "
+                             "info object (MPI.Info.Create() makes an empty one)")
+        self._info = info.Dup()
 
     def Get_info(self):
         """A copy of the hints set on this communicator."""

@@ -8,6 +8,8 @@ native non-blocking collective of its native communicator, and waits politely.
 
 from __future__ import annotations
 
+import threading
+
 from . import _buffers
 from ._collectives import alltoall as A
 from ._collectives import objects as O
@@ -322,6 +324,17 @@ class CollectiveMethods:
         return self._submit("Iexscan", R.scan(self._c("Iexscan"), _ip(sendbuf), recvbuf, op, True))
 
     # -- pickle forms (the same steps inside one cluster: mpi4py's block inside MPI) ------
+    def _lock(self, key: str):
+        """The communicator's lock `key`, held as mpi4py's object collectives hold theirs.
+
+        `MPI._comm_lock`: a program's threads and mpi4py.util.pkl5 take the same ones.
+        """
+        locks = self._core.locks
+        lock = locks.get(key)
+        if lock is None:
+            lock = locks.setdefault(key, threading.Lock())
+        return lock
+
     def barrier(self) -> None:
         """Tight barrier (lowercase alias)."""
         self.Barrier()
@@ -330,7 +343,8 @@ class CollectiveMethods:
         """Broadcast a picklable object."""
         c = self._c("bcast")
         root = c.root(root)
-        return self._run("bcast", checked(c, O.bcast(c, obj, root), root))
+        with self._lock("bcast"):
+            return self._run("bcast", checked(c, O.bcast(c, obj, root), root))
 
     def reduce(self, sendobj, op=_SUM, root=0):
         """Reduce objects to `root` (op: an MPI.Op or a two-argument callable)."""
@@ -347,23 +361,27 @@ class CollectiveMethods:
         """Gather objects to `root` (a list there, None elsewhere)."""
         c = self._c("gather")
         root = c.root(root)
-        return self._run("gather", checked(c, O.gather(c, sendobj, root), root))
+        with self._lock("gather"):
+            return self._run("gather", checked(c, O.gather(c, sendobj, root), root))
 
     def scatter(self, sendobj, root=0):
         """Scatter a list of objects from `root`."""
         c = self._c("scatter")
         root = c.root(root)
-        return self._run("scatter", checked(c, O.scatter(c, sendobj, root), root))
+        with self._lock("scatter"):
+            return self._run("scatter", checked(c, O.scatter(c, sendobj, root), root))
 
     def allgather(self, sendobj):
         """Gather objects to every rank."""
         c = self._c("allgather")
-        return self._run("allgather", checked(c, O.allgather(c, sendobj)))
+        with self._lock("allgather"):
+            return self._run("allgather", checked(c, O.allgather(c, sendobj)))
 
     def alltoall(self, sendobj):
         """Exchange one object with every rank."""
         c = self._c("alltoall")
-        return self._run("alltoall", checked(c, O.alltoall(c, sendobj)))
+        with self._lock("alltoall"):
+            return self._run("alltoall", checked(c, O.alltoall(c, sendobj)))
 
     def scan(self, sendobj, op=_SUM):
         """Inclusive prefix reduction of objects in rank order."""

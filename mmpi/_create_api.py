@@ -67,7 +67,7 @@ class CommunicatorMethods:
     def Dup(self, info=None):
         """A new communicator with the same group (attributes copied)."""
         core = _create.dup(self._flush())
-        new = self._wrap(core, self._name + "_dup" if self._name else "", type(self))
+        new = self._wrap(core, "", type(self))  # as MPICH: a duplicate has no name
         # a duplicate keeps the topology and the error handler, as MPI_Comm_dup does
         for field in ("_topo", "_dims", "_periods", "_index", "_edges", "_weights",
                       "_errhandler"):

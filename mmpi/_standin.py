@@ -25,6 +25,17 @@ class StandIn(type):
         native = cls.__dict__.get("_stands_for")
         return issubclass(sub, native) if native else type.__subclasscheck__(cls, sub)
 
+    def __eq__(cls, other) -> bool:
+        # `type(obj) == MPI.Group` (mpi4py's tests and programs ask it) holds for mpi4py's
+        # objects and for mmpi's bridged ones alike; `is` cannot, for a bridged subclass
+        if cls is other:
+            return True
+        if not isinstance(other, type):
+            return NotImplemented
+        return _family(cls) is _family(other)
+
+    __hash__ = type.__hash__
+
     def __call__(cls, *args, **kwargs):
         # mpi4py's copy constructor (MPI.Request(req), MPI.Message(msg)) makes a second
         # object for the same handle; a bridged object has no handle but lives in the
@@ -33,6 +44,16 @@ class StandIn(type):
                 and isinstance(args[0], cls):
             return args[0]
         return type.__call__(cls, *args, **kwargs)
+
+
+def _family(cls: type) -> type:
+    """The mpi4py class an mmpi class is or stands for; any other class is its own."""
+    if not cls.__module__.startswith("mmpi"):
+        return cls
+    for klass in cls.__mro__:
+        if klass.__module__ == "mpi4py.MPI":
+            return klass
+    return cls
 
 
 def _dispatcher(name: str, native_method):

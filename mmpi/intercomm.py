@@ -100,7 +100,7 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
     def Dup(self, info=None):
         """A new intercommunicator of the same groups."""
         core = _inter.dup(self._core)
-        return self._wrap(core, self._name + "_dup" if self._name else "", type(self))
+        return self._wrap(core, "", type(self))  # as MPICH: a duplicate has no name
 
     def Clone(self):
         """As Dup."""

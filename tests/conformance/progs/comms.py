@@ -4,6 +4,7 @@ Compare, attributes, Free; collectives on several communicators interleaved.
 Every rank prints `rank R: <check> <value>` lines that must be the same natively and bridged
 (the test compares them); an assertion failure ends the job.
 """
+# ruff: noqa: E721  (type(x) == MPI.Group is what mpi4py's tests and programs ask)
 
 import pickle
 import sys
@@ -37,6 +38,19 @@ say("range_incl", g.Range_incl([(size - 1, 0, -2)]).Translate_ranks(None, g))
 say("compare", (g.Compare(g), g.Compare(MPI.Group.Union(odds, evens)), g.Compare(evens)))
 say("isinstance", (isinstance(g, MPI.Group), isinstance(world, MPI.Intracomm),
                    isinstance(world, MPI.Comm)))
+# the class as mpi4py's tests compare it: equal to MPI's, not to another or a subclass
+cart = world.Create_cart([size])
+
+
+class MyGroupType(MPI.Group):
+    pass
+
+
+say("type ==", (type(g) == MPI.Group, type(MPI.COMM_SELF.group) == MPI.Group,
+                type(world) == MPI.Intracomm, type(world) != MPI.Cartcomm,
+                type(cart) == MPI.Cartcomm, type(g) != MPI.Comm, MyGroupType != MPI.Group,
+                type(world.Irecv(bytearray(1), MPI.PROC_NULL)) == MPI.Request))
+cart.Free()
 
 # Dup and Compare; attributes copied by Dup when their keyval says so
 key = MPI.Comm.Create_keyval(copy_fn=lambda comm, k, v: v + 1)
