@@ -271,7 +271,9 @@ class Win(MPI.Win, metaclass=StandIn):
 
     @classmethod
     def Create_dynamic(cls, info=MPI.INFO_NULL, comm=MPI.COMM_SELF):
-        """Create a dynamic window (see mpi4py)."""
+        """Create a dynamic window (see mpi4py); across the zipper, served by messages."""
+        if isinstance(comm, _Bridged) and comm._core.spans:
+            return create_across(comm, _EMPTY, 1, MPI.WIN_FLAVOR_DYNAMIC)
         return MPI.Win.Create_dynamic(info, native_of(comm, "Win.Create_dynamic"))
 
 

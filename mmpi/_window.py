@@ -30,7 +30,8 @@ from . import _buffers, _rma
 from ._message import Message
 from ._native import MPI
 from ._op import PENDING, SENT
-from ._winface import WindowFace
+from ._windyn import DynamicWindow, Regions
+from ._winface import WindowFace, stub_the_rest
 from .errors import NotBridged, UsageError
 from .request import BridgedRequest
 
@@ -47,7 +48,7 @@ def create_across(comm, memory, disp_unit: int, flavor: int) -> BridgedWin:
     return BridgedWin(d, memory, [u for u, _ in shape], [n for _, n in shape], flavor)
 
 
-class BridgedWin(WindowFace, MPI.Win):
+class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
     """An MPI.Win across the zipper (Rule 1): calls not written out here raise NotBridged."""
 
     def __new__(cls, *args, **kwargs):
@@ -57,6 +58,7 @@ class BridgedWin(WindowFace, MPI.Win):
         self._comm = comm
         self._mem = memory
         self._units, self._sizes, self._flavor = units, sizes, flavor
+        self._regions = Regions() if flavor == MPI.WIN_FLAVOR_DYNAMIC else None
         self._rank, self._size = comm.Get_rank(), comm.Get_size()
         self._name = ""
         self._errhandler = MPI.ERRORS_RETURN
@@ -116,7 +118,7 @@ class BridgedWin(WindowFace, MPI.Win):
         self._post(what, to, T_REPLY)
 
     def _apply(self, source: int, req: tuple) -> None:
-        kind, mem = req[0], self._mem
+        kind = req[0]
         if source in self._waiting:  # its Lock returned at once; its epoch starts at the grant
             self._waiting[source].append(req)
             return
@@ -125,7 +127,8 @@ class BridgedWin(WindowFace, MPI.Win):
             self._early.append((source, req))
             return
         if kind in ("put", "get", "acc"):
-            epoch, at, runs = req[1], req[2], req[3]
+            epoch, runs = req[1], req[3]
+            mem, at = self._at(source, req[2], _rma.reach(req[2], runs)[1])
             if kind == "put":
                 _rma.put(mem, at, runs, req[4])
             elif kind == "get":
@@ -139,8 +142,8 @@ class BridgedWin(WindowFace, MPI.Win):
                 self._served[epoch] = self._served.get(epoch, 0) + 1
         elif kind == "cas":
             epoch = req[1]
-            self._reply(source, _rma.compare_and_swap(mem, req[2], len(req[3]), req[3],
-                                                      req[4]))
+            mem, at = self._at(source, req[2], req[2] + len(req[3]))
+            self._reply(source, _rma.compare_and_swap(mem, at, len(req[3]), req[3], req[4]))
             if epoch != _NO_EPOCH:
                 self._served[epoch] = self._served.get(epoch, 0) + 1
         elif kind == "lock":
@@ -158,6 +161,13 @@ class BridgedWin(WindowFace, MPI.Win):
             self._reply(source, "done")
         elif kind == "complete":
             self._completes += 1
+
+    def _at(self, source: int, at: int, hi: int) -> tuple[memoryview, int]:
+        """The memory an operation's bytes at..hi lie in, and where `at` is in it."""
+        if self._regions is None:
+            return self._mem, at
+        view, base = self._regions.find(at, hi, source, self._rank)
+        return view, at - base
 
     def _grant(self) -> None:
         while self._queue and self._exclusive is None:
@@ -227,7 +237,7 @@ class BridgedWin(WindowFace, MPI.Win):
             raise NotBridged(f"Win.{name}: {exc} is not bridged across the zipper") from None
         at = disp * self._units[target_rank]
         lo, hi = _rma.reach(at, runs)
-        if disp < 0 or lo < 0 or hi > self._sizes[target_rank]:
+        if disp < 0 or lo < 0 or (hi > self._sizes[target_rank] and self._regions is None):
             raise UsageError(f"Win.{name}: target rank {target_rank}: displacement {disp}, "
                              f"{count} elements reach bytes {lo}..{hi} of a window of "
                              f"{self._sizes[target_rank]} bytes")
@@ -477,20 +487,7 @@ class BridgedWin(WindowFace, MPI.Win):
     free = Free
 
 
-def _not_bridged(name: str):
-    def call(self, *args, **kwargs):
-        raise NotBridged(f"Win.{name} is not bridged on a window across the zipper")
-
-    call.__name__ = name
-    return call
-
-
-for _name in dir(MPI.Win):
-    _raw = MPI.Win.__dict__.get(_name)
-    if not _name.startswith("_") and _name not in BridgedWin.__dict__ and callable(_raw) \
-            and _name not in WindowFace.__dict__ \
-            and not isinstance(_raw, (classmethod, staticmethod)):
-        setattr(BridgedWin, _name, _not_bridged(_name))
+stub_the_rest(BridgedWin)
 
 
 def _one_each(call: str, rank: int, **bufs) -> list:

@@ -7,7 +7,7 @@ A mixin of `_window.BridgedWin`, which keeps the fields read here: `_comm` (None
 from __future__ import annotations
 
 from ._native import MPI
-from .errors import NotBridged, UsageError
+from .errors import NotBridged, RankError, UsageError
 
 
 class WindowFace:
@@ -23,7 +23,27 @@ class WindowFace:
     def tomemory(self):
         """The window's memory on this rank."""
         self._live("tomemory")
+        if self._flavor == MPI.WIN_FLAVOR_DYNAMIC:  # MPI_BOTTOM, as MPI says
+            return MPI.buffer.fromaddress(0, 0)
         return MPI.buffer(self._mem)
+
+    def Shared_query(self, rank: int):
+        """(memory, disp_unit) of `rank`'s window memory, where this rank can load and store it.
+
+        As MPI 4.1 says for a window not made by Allocate_shared: only this rank's own memory
+        is so here (the others' may lie in the other cluster), so any other rank answers with
+        size 0; MPI.PROC_NULL asks for the lowest rank with memory: this one, if it has any.
+        """
+        self._live("Shared_query")
+        rank = int(rank)
+        if rank == MPI.PROC_NULL and len(self._mem):
+            rank = self._rank
+        elif rank != MPI.PROC_NULL and not 0 <= rank < self._size:
+            raise RankError(f"Win.Shared_query on rank {self._rank}: rank {rank} is not in the "
+                            f"window's group of size {self._size}")
+        if rank == self._rank:
+            return MPI.buffer(self._mem), self._units[rank]
+        return MPI.buffer.fromaddress(0, 0), self._units[rank] if rank >= 0 else 1
 
     def Get_group(self):
         """The group of the communicator the window was made on."""
@@ -96,3 +116,21 @@ class WindowFace:
     info = property(Get_info, Set_info)
     attrs = property(lambda self: (self.Get_attr(MPI.WIN_BASE), len(self._mem),
                                    self._units[self._rank]))
+
+
+def stub_the_rest(cls: type) -> None:
+    """Every instance method of mpi4py's Win that `cls` lacks raises NotBridged by name."""
+    own = set().union(*(vars(k) for k in cls.__mro__ if k.__module__.startswith("mmpi")))
+    for name in dir(MPI.Win):
+        raw = MPI.Win.__dict__.get(name)
+        if not name.startswith("_") and name not in own and callable(raw) \
+                and not isinstance(raw, (classmethod, staticmethod)):
+            setattr(cls, name, _not_bridged(name))
+
+
+def _not_bridged(name: str):
+    def call(self, *args, **kwargs):
+        raise NotBridged(f"Win.{name} is not bridged on a window across the zipper")
+
+    call.__name__ = name
+    return call

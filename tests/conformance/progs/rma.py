@@ -133,6 +133,27 @@ w2.Fence()
 say("allocated", mine.tolist())
 w2.Free()
 
+# Win.Create_dynamic: memory attached after, addressed by its address at the target;
+# Shared_query of the memory this rank can load and store itself
+w3 = MPI.Win.Create_dynamic(comm=world)
+mem = np.zeros(8, "i")
+w3.Attach(mem)
+addrs = world.allgather(MPI.Get_address(mem))
+right = (rank + 1) % size
+w3.Fence()
+w3.Put(np.full(2, rank + 100, "i"), right, (addrs[right] + 8, 2, MPI.INT))
+w3.Accumulate(np.ones(1, "i"), right, (addrs[right], 1, MPI.INT), MPI.SUM)
+w3.Fence()
+got, old = np.zeros(2, "i"), np.zeros(1, "i")
+w3.Lock(right)
+w3.Get(got, right, (addrs[right] + 8, 2, MPI.INT))
+w3.Fetch_and_op(np.array([5], "i"), old, right, addrs[right])
+w3.Unlock(right)
+world.Barrier()
+say("dynamic", (mem.tolist(), got.tolist(), old.tolist(), len(w3.tomemory())))
+w3.Detach(mem)
+w3.Free()
+
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
 if rank == 0:
     print("\n".join(line for lines in every for line in lines), flush=True)
