@@ -19,7 +19,6 @@ from ._collectives._base import checked
 from ._collectives._run import Pending
 from ._native import MPI
 from ._op import Op
-from .errors import NotBridged
 from .request import BridgedRequest
 
 _SUM = MPI.SUM
@@ -135,10 +134,10 @@ class CollectiveMethods:
         self._run("Alltoallv", A.alltoallv(self._c("Alltoallv"), _ip(sendbuf), recvbuf))
 
     def Alltoallw(self, sendbuf, recvbuf) -> None:
-        """All-to-all with a datatype per peer (communicators inside one cluster only)."""
+        """All-to-all with a datatype per peer."""
         if not self._core.spans:
             return self._native("alltoallw", sendbuf, recvbuf)
-        raise NotBridged("Alltoallw is not bridged yet across the zipper (use Alltoallv)")
+        self._run("Alltoallw", A.alltoallw(self._c("Alltoallw"), _ip(sendbuf), recvbuf))
 
     def Gather(self, sendbuf, recvbuf, root=0) -> None:
         """Gather equal blocks to `root`."""
@@ -247,10 +246,11 @@ class CollectiveMethods:
                             A.alltoallv(self._c("Ialltoallv"), _ip(sendbuf), recvbuf))
 
     def Ialltoallw(self, sendbuf, recvbuf):
-        """Non-blocking alltoallw (communicators inside one cluster only)."""
+        """Non-blocking alltoallw."""
         if not self._core.spans:
             return self._inative("Ialltoallw", sendbuf, recvbuf)
-        raise NotBridged("Ialltoallw is not bridged yet across the zipper (use Ialltoallv)")
+        return self._submit("Ialltoallw",
+                            A.alltoallw(self._c("Ialltoallw"), _ip(sendbuf), recvbuf))
 
     def Igather(self, sendbuf, recvbuf, root=0):
         """Non-blocking gather."""

@@ -35,6 +35,7 @@ T_BCAST_OBJ, T_REDUCE_OBJ, T_ALLREDUCE_OBJ, T_GATHER_OBJ = 17, 18, 19, 20
 T_SCATTER_OBJ, T_ALLGATHER_OBJ, T_ALLTOALL_OBJ = 21, 22, 23
 T_ALLTOALLV_BLOCK = 24  # Alltoallv's large blocks, straight to their ranks
 T_GENERIC = 25  # the generic algorithms' messages (see generic.py)
+T_ALLTOALLW = 26  # Alltoallw's blocks, one message per pair of ranks
 
 # mpi4py's predefined reduction ops live as long as the module, so their ids are never
 # reused: the common case is one set lookup. All of them are commutative.
@@ -152,6 +153,7 @@ def _who(ranks: list[int]) -> str:
 
 _NAMES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Alltoall", "Alltoallv", "Gather",
           "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv", "Reduce_scatter_block",
+          "Alltoallw",
           "Reduce_scatter", "Scan", "Exscan", "barrier", "bcast", "reduce", "allreduce",
           "gather", "scatter", "allgather", "alltoall", "scan", "exscan", "Neighbor_allgather",
           "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv",

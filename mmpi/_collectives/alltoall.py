@@ -1,4 +1,4 @@
-"""All-to-all collectives of buffers: Alltoall, Alltoallv, Allgather, Allgatherv.
+"""All-to-all collectives of buffers: Alltoall, Alltoallv, Alltoallw, Allgather, Allgatherv.
 
 Same-cluster blocks move by the native collective straight between the users' buffers. The
 other cluster's blocks are gathered at the leader, cross as one message each way and are
@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-from .._buffers import Vector, as_typed, as_vector
+from .._buffers import Typed, Vector, as_typed, as_vector, as_view
 from .._crossing import Coll
 from ..errors import BufferError_, UsageError
 from ._base import (
@@ -25,6 +25,7 @@ from ._base import (
     T_ALLTOALL,
     T_ALLTOALLV,
     T_ALLTOALLV_BLOCK,
+    T_ALLTOALLW,
     after_copy,
     checked,
     equal_blocks,
@@ -281,3 +282,39 @@ def _allgatherv(c: Coll, sspec, rv: Vector):
         k = rv.nbytes(r)
         rv.block(r)[:] = theirs[pos:pos + k]
         pos += k
+
+
+def alltoallw(c: Coll, sendbuf, recvbuf):
+    """Alltoallw: block j of each rank, in a datatype of its own, to rank j.
+
+    Every pair of ranks exchanges exactly one message (an empty one too), straight between
+    them (natively within a cluster, through the forwarder across), so a block of the wrong
+    size is an error on its receiver, never a wait for a message that does not come.
+    """
+    recvs = _w_blocks(c, recvbuf, writable=True)
+    sends = [bytes(r.view) for r in recvs] if sendbuf is IN_PLACE else \
+        [t.view for t in _w_blocks(c, sendbuf, writable=False)]
+    return checked(c, _alltoallw(c, sends, recvs))
+
+
+def _w_blocks(c: Coll, spec, writable: bool) -> list[Typed]:
+    """The n blocks of an Alltoallw buffer [buf, counts, displs (bytes), datatypes]."""
+    parts = list(spec) if isinstance(spec, (list, tuple)) else []
+    if len(parts) == 3 and isinstance(parts[1], tuple):
+        parts = [parts[0], *parts[1], parts[2]]
+    if len(parts) != 4 or any(len(p) != c.size for p in parts[1:]):
+        raise UsageError(f"{c.name} on rank {c.rank}: expected [buffer, counts, displacements, "
+                         f"datatypes] with one of each per rank ({c.size})")
+    whole = as_view(parts[0], writable=writable, op=c.name)
+    return [as_typed([whole[d:], n, dt], writable=writable, op=c.name)
+            for n, d, dt in zip(parts[1], parts[2], parts[3], strict=True)]
+
+
+def _alltoallw(c: Coll, sends: list, recvs: list[Typed]):
+    ops = [c.recv(r.view, j, T_ALLTOALLW) for j, r in enumerate(recvs)]
+    ops += [c.send(view, j, T_ALLTOALLW) for j, view in enumerate(sends)]
+    yield tuple(ops)
+    for j, (op, r) in enumerate(zip(ops, recvs, strict=False)):
+        if op.nbytes != len(r.view):
+            raise BufferError_(f"{c.name} on rank {c.rank}: rank {j} sent {op.nbytes} bytes "
+                               f"for a receive block of {len(r.view)}")

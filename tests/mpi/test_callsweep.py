@@ -8,11 +8,10 @@ import pytest
 pytestmark = pytest.mark.mpi
 
 OUTCOME = re.compile(r"(rank \d+): (\S+) (.*) ([0-9.]+)$")
-# what the bridge does not provide, each named in the README's table: fault tolerance (ULFM),
-# Alltoallw across the zipper, and a native handle for a communicator across two jobs
+# what the bridge does not provide, each named in the README's table: fault tolerance (ULFM)
+# and a native handle for a communicator across two jobs
 NOT_BRIDGED = {"Ack_failed", "Agree", "Get_failed", "Iagree", "Is_revoked", "Ishrink",
-               "Revoke", "Shrink", "Alltoallw", "Alltoallw_init", "Ialltoallw", "py2f",
-               "toint"}
+               "Revoke", "Shrink", "py2f", "toint"}
 # by design: a node never spans the zipper, so COMM_TYPE_SHARED splits by cluster
 DIFFERENT = {"Split_type"}
 

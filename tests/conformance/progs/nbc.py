@@ -80,6 +80,32 @@ t = dup.Ibarrier()
 while not t.Test():
     pass
 say("tested", True)
+
+# Alltoallw: a count, a byte displacement and a datatype per rank (a strided one received on
+# rank 1), blocking, non-blocking and persistent, and in place
+room = size + 1  # ints per block: blocks never overlap
+sb, rb = np.full(room * size, -1, "i"), np.full(room * size, -1, "i")
+for j in range(size):
+    sb[room * j:room * j + j + 1] = 100 * rank + j
+strided = MPI.INT.Create_vector(2, 1, 2).Commit()
+send = [sb, [j + 1 for j in range(size)], [4 * room * j for j in range(size)],
+        [MPI.INT] * size]
+recv = [rb, [1 if rank == 1 else rank + 1] * size, [4 * room * i for i in range(size)],
+        [strided if rank == 1 else MPI.INT] * size]
+world.Alltoallw(send, recv)
+nb = np.full(room * size, -1, "i")
+world.Ialltoallw(send, [nb, *recv[1:]]).Wait()
+pr = np.full(room * size, -1, "i")
+p = world.Alltoallw_init(send, [pr, *recv[1:]])
+p.Start()
+p.Wait()
+p.Free()
+inplace = np.arange(size, dtype="i") + 10 * rank
+world.Alltoallw(MPI.IN_PLACE, [inplace, [1] * size, [4 * j for j in range(size)],
+                               [MPI.INT] * size])
+say("alltoallw", (rb.tolist(), bool((nb == rb).all()), bool((pr == rb).all()),
+                  inplace.tolist()))
+strided.Free()
 world.Barrier()
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
 if rank == 0:
