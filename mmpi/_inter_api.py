@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import _inter_coll as ic
 from ._collectives._run import Pending
 from ._native import MPI
-from .errors import NotBridged, UsageError
+from .errors import UsageError
 from .request import BridgedRequest
 
 _SUM = MPI.SUM
@@ -95,8 +95,8 @@ class InterCollectiveMethods:
         self._run(s.name, ic.reduce_scatter(s, sendbuf, recvbuf, op))
 
     def Alltoallw(self, sendbuf, recvbuf) -> None:
-        """Not bridged on an intercommunicator: raises NotBridged."""
-        raise NotBridged("Alltoallw is not bridged yet on an intercommunicator (use Alltoallv)")
+        """Block j, in a datatype of its own, to rank j of the other group."""
+        self._run("Alltoallw", ic.alltoallw(self._sides("Alltoallw"), sendbuf, recvbuf))
 
     # -- non-blocking ------------------------------------------------------------------
     def Ibarrier(self):
@@ -169,9 +169,9 @@ class InterCollectiveMethods:
         return self._submit(s.name, ic.reduce_scatter(s, sendbuf, recvbuf, op))
 
     def Ialltoallw(self, sendbuf, recvbuf):
-        """Not bridged on an intercommunicator: raises NotBridged."""
-        raise NotBridged("Ialltoallw is not bridged yet on an intercommunicator "
-                         "(use Ialltoallv)")
+        """Non-blocking Alltoallw."""
+        return self._submit("Ialltoallw",
+                            ic.alltoallw(self._sides("Ialltoallw"), sendbuf, recvbuf))
 
 
 def _counts(s: ic.Sides, recvcounts) -> None:

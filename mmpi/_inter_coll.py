@@ -20,13 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import _buffers
+from ._collectives.alltoall import w_blocks
 from ._native import MPI
-from .errors import RootError, UsageError
+from .errors import BufferError_, RootError, UsageError
 
 BYTE, I64 = MPI.BYTE, MPI.INT64_T
 ROOT, PROC_NULL = MPI.ROOT, MPI.PROC_NULL
 # the leaders' messages on the intercommunicator's collective context, by kind of call
-T_BARRIER, T_ROOTED, T_SWAP = 1, 2, 3
+T_BARRIER, T_ROOTED, T_SWAP, T_PAIR = 1, 2, 3, 4
 
 
 class Sides:
@@ -389,6 +390,27 @@ def _alltoall(s: Sides, mine: bytes, recvbuf, rv):
         fill(s, recvbuf, data)
 
 
+def alltoallw(s: Sides, sendbuf, recvbuf):
+    """Alltoallw: block j, in a datatype of its own, straight to remote rank j.
+
+    One message per pair, an empty one too: a block of the wrong size is an error, not a wait.
+    """
+    recvs = w_blocks(recvbuf, s.nremote, True, s.name, s.rank)
+    sends = [t.view for t in w_blocks(sendbuf, s.nremote, False, s.name, s.rank)]
+    return _alltoallw(s, sends, recvs)
+
+
+def _alltoallw(s: Sides, sends, recvs):
+    p2p, ctx = s.core.engine.p2p, s.core.coll
+    ops = [p2p.irecv(ctx, r.view, i, T_PAIR, s.name) for i, r in enumerate(recvs)]
+    ops += [p2p.isend(ctx, memoryview(v).cast("B"), j, T_PAIR) for j, v in enumerate(sends)]
+    yield tuple(ops)
+    for i, (op, r) in enumerate(zip(ops, recvs, strict=False)):
+        if op.nbytes != len(r.view):
+            raise BufferError_(f"{s.name} on rank {s.rank}: remote rank {i} sent {op.nbytes} "
+                               f"bytes for a receive block of {len(r.view)}")
+
+
 def _for_each_rank(s: Sides, row_sizes: list[int], rows) -> list[bytes]:
     """The remote ranks' rows (block sizes, then blocks), regrouped for each local rank.
 
@@ -409,4 +431,5 @@ def _for_each_rank(s: Sides, row_sizes: list[int], rows) -> list[bytes]:
 
 
 __all__ = ["Sides", "barrier", "bcast", "gather", "scatter", "allgather", "allreduce",
-           "reduce", "reduce_scatter", "alltoall", "taken", "T_BARRIER", "T_ROOTED", "T_SWAP"]
+           "reduce", "reduce_scatter", "alltoall", "alltoallw", "taken", "T_BARRIER",
+           "T_ROOTED", "T_SWAP"]

@@ -5,8 +5,8 @@ bridged communicator. A collective call is one on the local group's private comm
 the leaders' messages (`_inter` Rule 2): a rooted call gives its data to the other group's
 leader, which spreads it in its group; an all-to-all call gathers at the leaders, which swap.
 The buffer forms, blocking, non-blocking and persistent, are `_inter_api`'s; the object forms
-and the calls that make communicators are here. Calls without a form (Alltoallw, Scan,
-Create_group, ...) raise NotBridged by name.
+and the calls that make communicators are here. Calls without a form (Scan, Create_group,
+...) raise NotBridged by name.
 """
 
 from __future__ import annotations
@@ -306,8 +306,8 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
 def _not_here(name: str):
     def call(self, *args, **kwargs):
         raise NotBridged(f"{name} is not bridged yet on an intercommunicator: mmpi provides "
-                         "its point-to-point calls, every buffer collective but Alltoallw "
-                         "(blocking, non-blocking and persistent), the object forms, Dup, "
+                         "its point-to-point calls, every buffer collective (blocking, "
+                         "non-blocking and persistent), the object forms, Dup, "
                          "Split, Compare and Merge")
 
     call.__name__ = name
@@ -341,8 +341,8 @@ def _stub_intracomm_only() -> None:
 
 
 _stub_intracomm_only()
-add_persistent(Intercomm, skip=("Iscan", "Iexscan", "Ialltoallw"))
-for _name in ("Scan_init", "Exscan_init", "Alltoallw_init"):
+add_persistent(Intercomm, skip=("Iscan", "Iexscan"))
+for _name in ("Scan_init", "Exscan_init"):
     setattr(Intercomm, _name, _not_here(_name))
 del _name
 

@@ -291,23 +291,23 @@ def alltoallw(c: Coll, sendbuf, recvbuf):
     them (natively within a cluster, through the forwarder across), so a block of the wrong
     size is an error on its receiver, never a wait for a message that does not come.
     """
-    recvs = _w_blocks(c, recvbuf, writable=True)
+    recvs = w_blocks(recvbuf, c.size, True, c.name, c.rank)
     sends = [bytes(r.view) for r in recvs] if sendbuf is IN_PLACE else \
-        [t.view for t in _w_blocks(c, sendbuf, writable=False)]
+        [t.view for t in w_blocks(sendbuf, c.size, False, c.name, c.rank)]
     return checked(c, _alltoallw(c, sends, recvs))
 
 
-def _w_blocks(c: Coll, spec, writable: bool) -> list[Typed]:
+def w_blocks(spec, n: int, writable: bool, name: str, rank: int) -> list[Typed]:
     """The n blocks of an Alltoallw buffer [buf, counts, displs (bytes), datatypes]."""
     parts = list(spec) if isinstance(spec, (list, tuple)) else []
     if len(parts) == 3 and isinstance(parts[1], tuple):
         parts = [parts[0], *parts[1], parts[2]]
-    if len(parts) != 4 or any(len(p) != c.size for p in parts[1:]):
-        raise UsageError(f"{c.name} on rank {c.rank}: expected [buffer, counts, displacements, "
-                         f"datatypes] with one of each per rank ({c.size})")
-    whole = as_view(parts[0], writable=writable, op=c.name)
-    return [as_typed([whole[d:], n, dt], writable=writable, op=c.name)
-            for n, d, dt in zip(parts[1], parts[2], parts[3], strict=True)]
+    if len(parts) != 4 or any(len(p) != n for p in parts[1:]):
+        raise UsageError(f"{name} on rank {rank}: expected [buffer, counts, displacements, "
+                         f"datatypes] with one of each per rank ({n})")
+    whole = as_view(parts[0], writable=writable, op=name)
+    return [as_typed([whole[d:], k, dt], writable=writable, op=name)
+            for k, d, dt in zip(parts[1], parts[2], parts[3], strict=True)]
 
 
 def _alltoallw(c: Coll, sends: list, recvs: list[Typed]):

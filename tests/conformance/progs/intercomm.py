@@ -105,7 +105,14 @@ def vector(name, inter, color):
     counts = [6 // ls + (i < 6 % ls) for i in range(ls)]
     rs_out = np.full(counts[lr], -1.0)
     inter.Reduce_scatter(np.arange(6, dtype="d") * (lr + 1), rs_out, counts, MPI.SUM)
-    say(f"{name}.vector", (agv.tolist(), a2av.tolist(), rsb.tolist(), rs_out.tolist()))
+    room = max(ls, rs) + 1  # Alltoallw: j + 1 ints to remote rank j, blocks apart
+    wsend = np.concatenate([np.full(room, 10 * lr + j, "i") for j in range(rs)])
+    wrecv = np.full(room * rs, -1, "i")
+    inter.Alltoallw([wsend, [j + 1 for j in range(rs)], [4 * room * j for j in range(rs)],
+                     [MPI.INT] * rs],
+                    [wrecv, [lr + 1] * rs, [4 * room * i for i in range(rs)], [MPI.INT] * rs])
+    say(f"{name}.vector", (agv.tolist(), a2av.tolist(), rsb.tolist(), rs_out.tolist(),
+                           wrecv.tolist()))
     # rooted vector calls, the first rank of each group the root
     for g in (0, 1):
         gv = np.full(sum(cnt), -1, "i") if g == color and lr == 0 else None
