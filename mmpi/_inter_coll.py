@@ -197,12 +197,19 @@ def bcast(s: Sides, buf, root):
 
 
 def _bcast_in(s: Sides, buf, root: int):
-    data = None
-    if s.leader:
-        r = s.recv(root)
-        yield r
-        data = taken(r)
-    fill(s, buf, (yield from s.spread(data)))
+    fill(s, buf, (yield from s.spread((yield from _from(s, root)))))
+
+
+def _from(s: Sides, root: int, every: bool = False):
+    """Steps: what `root` of the other group sent, at the leader (None elsewhere).
+
+    `every`: on this rank whatever its rank (the root's own receive from the other leader).
+    """
+    if not (every or s.leader):
+        return None
+    r = s.recv(root)
+    yield r
+    return taken(r)
 
 
 def _sent(s: Sides, data, dest: int):
@@ -227,9 +234,7 @@ def gather(s: Sides, sendbuf, recvbuf, root, vector: bool):
 
 
 def _gather_root(s: Sides, recvbuf, v, vector: bool):
-    r = s.recv(0)
-    yield r
-    sizes, data = _unframed(s, taken(r))
+    sizes, data = _unframed(s, (yield from _from(s, 0, every=True)))
     if vector:
         fill_vector(s, v, sizes, data)
     else:
@@ -265,11 +270,9 @@ def scatter(s: Sides, sendbuf, recvbuf, root, vector: bool):
 
 
 def _scatter_down(s: Sides, recvbuf, root: int):
-    blocks = None
+    blocks, msg = None, (yield from _from(s, root))
     if s.leader:
-        r = s.recv(root)
-        yield r
-        sizes, data = _unframed(s, taken(r))
+        sizes, data = _unframed(s, msg)
         blocks = _blocks(sizes, data) if len(sizes) == s.nlocal else [b""] * s.nlocal
     fill(s, recvbuf, (yield from s.hand_out(blocks)))
 
@@ -323,9 +326,7 @@ def reduce(s: Sides, sendbuf, recvbuf, op, root):
 
 
 def _reduce_root(s: Sides, recvbuf):
-    r = s.recv(0)
-    yield r
-    fill(s, recvbuf, taken(r))
+    fill(s, recvbuf, (yield from _from(s, 0, every=True)))
 
 
 def _reduce_up(s: Sides, sendbuf, op, root: int):
