@@ -286,7 +286,9 @@ class File(MPI.File, metaclass=StandIn):
     def Open(cls, comm, filename, amode=MPI.MODE_RDONLY, info=MPI.INFO_NULL):
         """Open a file (see mpi4py); across the zipper, one native file per cluster (_file)."""
         if isinstance(comm, _Bridged) and comm._core.spans:
-            return open_across(comm, comm._core, os.fspath(filename), amode, info)
+            return open_across(comm, comm._core, os.fspath(filename), amode, info,
+                               lambda d, mem: create_across(d, mem, 8,
+                                                            MPI.WIN_FLAVOR_ALLOCATE))
         return MPI.File.Open(native_of(comm, "File.Open"), filename, amode, info)
 
 

@@ -17,23 +17,29 @@ Rule 4: what one cluster's file does must not undo the other's writes: ROMIO's c
         first, which would overwrite the other cluster's data written meanwhile, so both
         are off for writes (hints romio_cb_write, romio_ds_write); Set_size and Preallocate
         end with a barrier across the zipper, so no rank writes before both have truncated.
-Rule 5: the shared file pointer is a number every rank keeps alike, moved only by the
-        collective calls that use it (`*_ordered`, `Seek_shared`; `Set_view` resets it): an
-        ordered call is an allgather of the ranks' counts, then a collective call at the
-        offsets they give. The independent ones (`Read_shared`, `Write_shared` and their `I`
-        forms) would need one pointer served across the zipper: they raise NotBridged.
+Rule 5: the shared file pointer is one number, held in a window of the file's communicator
+        on its rank 0 (8 bytes there, none elsewhere; served as every window across the
+        zipper is). An independent call on it (`Read_shared`, `Write_shared`, their `I`
+        forms, `Get_position_shared`) takes its place with one Fetch_and_op, then reads or
+        writes at an explicit offset. A collective one (`*_ordered`, `Seek_shared`;
+        `Set_view` resets it): rank 0 gathers the ranks' counts, stores the new pointer and
+        scatters their offsets, then a collective call at those offsets. MPI
+        lets no independent call on the pointer run beside a collective one, so rank 0
+        moves it only once every rank is in the call, before any leaves.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+
+import numpy as np
 
 from ._buffers import as_typed
 from ._native import MPI
-from .errors import FileSystemsApart, NotBridged
+from .errors import FileSystemsApart
 
 _NOT_AGAIN = MPI.MODE_CREATE | MPI.MODE_EXCL | MPI.MODE_DELETE_ON_CLOSE
-_SHARED_POINTER = ("Read_shared", "Write_shared", "Iread_shared", "Iwrite_shared")
 
 
 def _stat(filename: str):
@@ -60,8 +66,11 @@ def _open(native_comm, filename: str, amode: int, info):
         hints.Free()
 
 
-def open_across(comm, core, filename: str, amode: int, info) -> BridgedFile:
-    """File.Open on `comm`, a bridged communicator across the zipper (`core`: its core)."""
+def open_across(comm, core, filename: str, amode: int, info, window) -> BridgedFile:
+    """File.Open on `comm`, a bridged communicator across the zipper (`core`: its core).
+
+    `window(comm, memory)` makes a window across the zipper (the shared pointer's, Rule 5).
+    """
     d = comm.Dup()  # the file's own context for its few bridged steps
     dcore = d._core
     first = 0 in dcore.mine
@@ -92,7 +101,8 @@ def open_across(comm, core, filename: str, amode: int, info) -> BridgedFile:
             f"cluster opened it but the {then} cluster {why}; both clusters must see "
             "one file system (run both in a shared directory, or open the file on each "
             "cluster's own communicator)")
-    return BridgedFile(native, d, amode)
+    pointer = np.zeros(1 if d.Get_rank() == 0 else 0, np.int64)
+    return BridgedFile(native, d, amode, window(d, memoryview(pointer).cast("B")), pointer)
 
 
 def _give_up(d, native) -> None:
@@ -107,14 +117,15 @@ class BridgedFile(MPI.File):
     Calls not written out here go to the native file (Rule 3), made below.
     """
 
-    def __new__(cls, native=None, comm=None, amode: int = 0):
+    def __new__(cls, *args, **kwargs):
         return super().__new__(cls)
 
-    def __init__(self, native, comm, amode: int) -> None:
+    def __init__(self, native, comm, amode: int, win, pointer) -> None:
         self._native = native
         self._comm = comm  # the bridged communicator (a Dup of the one it was opened on)
         self._amode = amode
-        self._shared = 0  # the shared file pointer, in etypes of the view (Rule 5)
+        self._win = win  # the shared file pointer's window, in etypes of the view (Rule 5)
+        self._pointer = pointer  # its memory here: one int64 on rank 0, none elsewhere
         self._etype = 1  # bytes of the view's etype
 
     def _file(self) -> MPI.File:
@@ -141,7 +152,7 @@ class BridgedFile(MPI.File):
     def Close(self) -> None:
         """Close the file: collective over the whole communicator it was opened on."""
         native = self._file()
-        self._comm.Barrier()  # nobody still uses it when the first cluster deletes it
+        self._win.Free()  # collective: nobody still uses it when the first cluster deletes it
         native.Close()
         self._native = None
         self._comm.Free()
@@ -162,16 +173,49 @@ class BridgedFile(MPI.File):
                  info=MPI.INFO_NULL) -> None:
         """Set the view (see mpi4py); the shared file pointer goes back to zero (Rule 5)."""
         self._file().Set_view(disp, etype, filetype, datarep, info)
-        self._shared = 0
         self._etype = (MPI.BYTE if etype is None else etype).Get_size()
+        self._comm.Barrier()  # every rank's calls before are done (Rule 5) ...
+        self._pointer[:] = 0  # rank 0 only: the others have none
+        self._comm.Barrier()  # ... and none after starts before the pointer is reset
+
+    def _count(self, buf, name: str) -> int:
+        return as_typed(buf, writable=False, op=f"File.{name}").nbytes // max(self._etype, 1)
 
     def _ordered(self, buf, name: str) -> int:
         """The offset of this rank's part of an ordered call on `buf`; moves the pointer."""
-        mine = as_typed(buf, writable=False, op=f"File.{name}").nbytes // max(self._etype, 1)
-        counts = self._comm.allgather(mine)
-        at = self._shared + sum(counts[:self._comm.Get_rank()])
-        self._shared += sum(counts)
-        return at
+        # to rank 0 and back: it stores the new pointer before any rank leaves (Rule 5)
+        counts = self._comm.gather(self._count(buf, name), root=0)
+        starts = None
+        if counts is not None:
+            starts = list(itertools.accumulate(counts[:-1], initial=int(self._pointer[0])))
+            self._pointer[:] = starts[-1] + counts[-1]
+        return self._comm.scatter(starts, root=0)
+
+    def _take(self, n: int) -> int:
+        """Take `n` etypes at the shared pointer (independent): where they start."""
+        self._file()
+        old = np.zeros(1, np.int64)
+        self._win.Lock(0, MPI.LOCK_SHARED)
+        self._win.Fetch_and_op(np.array([n], np.int64), old, 0, 0,
+                               MPI.SUM if n else MPI.NO_OP)
+        self._win.Unlock(0)
+        return int(old[0])
+
+    def Read_shared(self, buf, status=None) -> None:
+        """Read at the shared file pointer, moving it (independent)."""
+        self._file().Read_at(self._take(self._count(buf, "Read_shared")), buf, status)
+
+    def Write_shared(self, buf, status=None) -> None:
+        """Write at the shared file pointer, moving it (independent)."""
+        self._file().Write_at(self._take(self._count(buf, "Write_shared")), buf, status)
+
+    def Iread_shared(self, buf):
+        """Start a read at the shared file pointer, moving it now (independent)."""
+        return self._file().Iread_at(self._take(self._count(buf, "Iread_shared")), buf)
+
+    def Iwrite_shared(self, buf):
+        """Start a write at the shared file pointer, moving it now (independent)."""
+        return self._file().Iwrite_at(self._take(self._count(buf, "Iwrite_shared")), buf)
 
     def Write_ordered(self, buf, status=None) -> None:
         """Write at the shared file pointer, in rank order (collective)."""
@@ -200,24 +244,26 @@ class BridgedFile(MPI.File):
     def Seek_shared(self, offset: int, whence: int = MPI.SEEK_SET) -> None:
         """Move the shared file pointer (collective; the same arguments on every rank)."""
         f = self._file()
-        if whence == MPI.SEEK_SET:
-            at = offset
-        elif whence == MPI.SEEK_CUR:
-            at = self._shared + offset
-        else:  # from the end of the file, in the view's etypes, as the individual pointer goes
-            mine = f.Get_position()
-            f.Seek(offset, whence)
-            at = f.Get_position()
-            f.Seek(mine, MPI.SEEK_SET)
-            at = self._comm.bcast(at, root=0)
-        if at < 0:
+        self._comm.Barrier()  # every rank's calls before are done (Rule 5)
+        at = None
+        if self._comm.Get_rank() == 0:  # it holds the pointer
+            if whence == MPI.SEEK_SET:
+                at = offset
+            elif whence == MPI.SEEK_CUR:
+                at = int(self._pointer[0]) + offset
+            else:  # from the end of the file, in the view's etypes, as the individual pointer
+                mine = f.Get_position()
+                f.Seek(offset, whence)
+                at = f.Get_position()
+                f.Seek(mine, MPI.SEEK_SET)
+            if at >= 0:
+                self._pointer[:] = at
+        if self._comm.bcast(at, root=0) < 0:  # and no rank goes on before it is stored
             raise MPI.Exception(MPI.ERR_ARG)
-        self._shared = at
 
     def Get_position_shared(self) -> int:
         """The shared file pointer, in etypes of the view."""
-        self._file()
-        return self._shared
+        return self._take(0)
 
     def Get_amode(self) -> int:
         """The access mode the file was opened with."""
@@ -250,21 +296,11 @@ def _to_native(name: str):
     return call
 
 
-def _not_bridged(name: str):
-    def call(self, *args, **kwargs):
-        raise NotBridged(f"File.{name}: shared file pointers are not bridged across the zipper "
-                         "(use explicit offsets or individual file pointers)")
-
-    call.__name__ = name
-    return call
-
-
 for _name in dir(MPI.File):
     if _name.startswith("_") or _name in BridgedFile.__dict__:
         continue
     _raw = MPI.File.__dict__.get(_name)
     if callable(_raw) and not isinstance(_raw, (classmethod, staticmethod)):
-        setattr(BridgedFile, _name, _not_bridged(_name) if _name in _SHARED_POINTER
-                else _to_native(_name))
+        setattr(BridgedFile, _name, _to_native(_name))
 
 __all__ = ["BridgedFile", "open_across"]

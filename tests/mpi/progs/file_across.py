@@ -4,7 +4,8 @@ argv: CASE DIR. Cases:
   apart     the clusters work in different directories (as on two file systems) and open
             data.bin there: FileSystemsApart on every rank
   twins     both directories hold a data.bin of the same size, but two files: the same
-  shared    a shared file pointer call on a file opened across the zipper: NotBridged
+  shared    independent calls on the shared file pointer from every rank at once: each
+            rank's block lands whole, none overlaps, and the reads take the file once
   excl      MODE_EXCL on a file that exists: an MPI error on every rank, nothing hangs
 """
 
@@ -34,13 +35,43 @@ if case in ("apart", "twins"):
     except mmpi.errors.FileSystemsApart as exc:
         print(f"rank {rank}: apart: {exc}", flush=True)
 elif case == "shared":
+    size = world.Get_size()
     f = MPI.File.Open(world, os.path.join(top, "data.bin"), MPI.MODE_CREATE | MPI.MODE_RDWR)
-    try:
-        f.Write_shared(np.zeros(1))
-        print(f"rank {rank}: written", flush=True)
-    except mmpi.errors.NotBridged as exc:
-        print(f"rank {rank}: not bridged: {exc}", flush=True)
+    f.Set_view(0, MPI.INT64_T)
+    for k in range(3):  # three rounds of rank + 1 values each, written at once
+        f.Write_shared(np.full(rank + 1, 10 * rank + k, np.int64))
+    f.Iwrite_shared(np.full(2, 1000 + rank, np.int64)).Wait()
+    world.Barrier()
+    total = 3 * size * (size + 1) // 2 + 2 * size
+    where = f.Get_position_shared()
+    whole = np.zeros(total, np.int64)
+    f.Read_at(0, whole)
+    # every block whole: a run of one value, as long as its writer wrote
+    runs, at = [], 0
+    while at < total:
+        n = 2 if whole[at] >= 1000 else int(whole[at]) // 10 + 1
+        assert (whole[at:at + n] == whole[at]).all(), whole
+        runs.append(int(whole[at]))
+        at += n
+    assert sorted(runs) == sorted([10 * r + k for r in range(size) for k in range(3)]
+                                  + [1000 + r for r in range(size)]), runs
+    # the reads take the file once between them, in pieces of 2
+    f.Seek_shared(0)
+    mine = []
+    while True:
+        got = np.full(2, -1, np.int64)
+        st = MPI.Status()
+        f.Read_shared(got, st)
+        if st.Get_count(MPI.INT64_T) < 2:
+            mine.extend(got[:st.Get_count(MPI.INT64_T)].tolist())
+            break
+        mine.extend(got.tolist())
+    every = world.allgather(mine)
+    assert sorted(sum(every, [])) == sorted(whole.tolist()), every
+    f.Write_ordered(np.full(1, rank, np.int64))  # a collective after them: at the end
+    after = f.Get_position_shared()
     f.Close()
+    print(f"rank {rank}: shared ok {where} {after}", flush=True)
 elif case == "excl":
     name = os.path.join(top, "data.bin")
     if rank == 0:

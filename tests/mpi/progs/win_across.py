@@ -2,7 +2,8 @@
 
 argv: CASE. Cases:
   shared    Win.Allocate_shared on COMM_WORLD (memory cannot be shared across two clusters)
-  dynamic   Win.Create_dynamic on COMM_WORLD
+  dynamic   a Put to an address the target has not attached to its dynamic window: an error
+            on the target, naming the origin and the bytes
   outside   a Put beyond the target's window: an error naming the rank and the bytes
 """
 
@@ -20,7 +21,19 @@ try:
     if case == "shared":
         MPI.Win.Allocate_shared(8, 1, MPI.INFO_NULL, world)
     elif case == "dynamic":
-        MPI.Win.Create_dynamic(MPI.INFO_NULL, world)
+        win = MPI.Win.Create_dynamic(MPI.INFO_NULL, world)
+        mem = np.zeros(2)
+        win.Attach(mem)
+        there = world.sendrecv(MPI.Get_address(mem), (rank + 1) % world.Get_size(),
+                               source=(rank - 1) % world.Get_size())
+        win.Fence()
+        try:
+            win.Put(np.zeros(3), (rank + 1) % world.Get_size(), there)
+        finally:
+            try:
+                win.Fence()
+            finally:
+                win.Detach(mem)
     else:
         win = MPI.Win.Allocate(16, 8, MPI.INFO_NULL, world)
         win.Fence()
