@@ -42,6 +42,7 @@ _NEIGHBOR = {
     "Neighbor_allgatherv_init": "Ineighbor_allgatherv",
     "Neighbor_alltoall_init": "Ineighbor_alltoall",
     "Neighbor_alltoallv_init": "Ineighbor_alltoallv",
+    "Neighbor_alltoallw_init": "Ineighbor_alltoallw",
 }
 
 

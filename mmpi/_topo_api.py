@@ -13,6 +13,7 @@ import pickle
 
 from ._buffers import as_typed, as_vector
 from ._collectives._base import IN_PLACE
+from ._collectives.alltoall import w_blocks
 from ._crossing import dumps
 from ._native import MPI
 from .errors import BufferError_, RankError, UsageError
@@ -145,6 +146,13 @@ def neighbor_alltoallv(c, topo: Topology, sendbuf, recvbuf):
     rv = as_vector(recvbuf, len(topo.sources), writable=True, op="Neighbor_alltoallv")
     return _neighbors(c, topo, [sv.block(j) for j in range(len(topo.destinations))],
                       [rv.block(i) for i in range(len(topo.sources))])
+
+
+def neighbor_alltoallw(c, topo: Topology, sendbuf, recvbuf):
+    name = "Neighbor_alltoallw"
+    sends = w_blocks(sendbuf, len(topo.destinations), False, name, c.rank)
+    recvs = w_blocks(recvbuf, len(topo.sources), True, name, c.rank)
+    return _neighbors(c, topo, [t.view for t in sends], [t.view for t in recvs])
 
 
 def neighbor_objects(c, topo: Topology, objs: list):

@@ -133,6 +133,18 @@ class _Neighborhood:
         self._ncall("Neighbor_alltoallv", topo.neighbor_alltoallv(c, self._topo, sendbuf,
                                                                   recvbuf))
 
+    def Neighbor_alltoallw(self, sendbuf, recvbuf) -> None:
+        """Blocks in a datatype of their own to and from the neighbours."""
+        c = self._c("Neighbor_alltoallw")
+        self._ncall("Neighbor_alltoallw", topo.neighbor_alltoallw(c, self._topo, sendbuf,
+                                                                  recvbuf))
+
+    def Ineighbor_alltoallw(self, sendbuf, recvbuf):
+        """Non-blocking Neighbor_alltoallw."""
+        c = self._c("Ineighbor_alltoallw")
+        return self._submit("Ineighbor_alltoallw",
+                            topo.neighbor_alltoallw(c, self._topo, sendbuf, recvbuf))
+
     def Ineighbor_allgather(self, sendbuf, recvbuf):
         """Non-blocking Neighbor_allgather."""
         c = self._c("Ineighbor_allgather")

@@ -156,7 +156,7 @@ _NAMES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Alltoall", "Alltoallv", "G
           "Alltoallw",
           "Reduce_scatter", "Scan", "Exscan", "barrier", "bcast", "reduce", "allreduce",
           "gather", "scatter", "allgather", "alltoall", "scan", "exscan", "Neighbor_allgather",
-          "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv",
+          "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv", "Neighbor_alltoallw",
           "neighbor_allgather", "neighbor_alltoall")
 
 

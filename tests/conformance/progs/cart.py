@@ -88,6 +88,23 @@ say("dups_keep_topology", (type(rd).__name__, rd.neighbors, type(cd).__name__, c
 small = world.Create_graph([1, 2], [1, 0])  # two nodes: the other ranks are left out
 say("graph1_small", small == MPI.COMM_NULL or small.neighbors)
 say("maps", (world.Cart_map([size], True), world.Graph_map([1, 2], [1, 0])))
+# Neighbor_alltoallw on a ring: a datatype per neighbour (a strided one), blocking,
+# non-blocking and persistent
+ring = world.Create_cart([size], [True])
+strided = MPI.INT.Create_vector(2, 1, 2).Commit()
+sb = np.array([rank * 10 + 1, rank * 10 + 2, -5, rank * 10 + 3, -6, rank * 10 + 4, 0, 0], "i")
+send = [sb, [2, 1], [0, 12], [MPI.INT, strided]]
+got = [np.full(8, -1, "i") for _ in range(3)]
+counts, displs, types = [1, 2], [0, 16], [strided, MPI.INT]
+ring.Neighbor_alltoallw(send, [got[0], counts, displs, types])
+ring.Ineighbor_alltoallw(send, [got[1], counts, displs, types]).Wait()
+p = ring.Neighbor_alltoallw_init(send, [got[2], counts, displs, types])
+p.Start()
+p.Wait()
+p.Free()
+say("neighbor_alltoallw", [g.tolist() for g in got])
+strided.Free()
+ring.Free()
 world.Barrier()
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
 if rank == 0:
