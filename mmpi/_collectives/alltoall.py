@@ -14,6 +14,7 @@ import numpy as np
 
 from .._buffers import Typed, Vector, as_typed, as_vector, as_view
 from .._crossing import Coll
+from .._native import MPI
 from ..errors import BufferError_, UsageError
 from ._base import (
     BYTE,
@@ -305,9 +306,31 @@ def w_blocks(spec, n: int, writable: bool, name: str, rank: int) -> list[Typed]:
     if len(parts) != 4 or any(len(p) != n for p in parts[1:]):
         raise UsageError(f"{name} on rank {rank}: expected [buffer, counts, displacements, "
                          f"datatypes] with one of each per rank ({n})")
+    if parts[0] is None or parts[0] is MPI.BOTTOM:
+        return [_absolute(k, d, dt, writable, name)
+                for k, d, dt in zip(parts[1], parts[2], parts[3], strict=True)]
     whole = as_view(parts[0], writable=writable, op=name)
     return [as_typed([whole[d:], k, dt], writable=writable, op=name)
             for k, d, dt in zip(parts[1], parts[2], parts[3], strict=True)]
+
+
+def _absolute(count: int, displ: int, dt, writable: bool, name: str) -> Typed:
+    """A block at MPI.BOTTOM: `count` of `dt`, whose displacements are addresses, plus `displ`.
+
+    Its bytes are the memory from its lowest address on, described by the same datatype
+    moved to start there (the packing and unpacking of `as_typed` then apply).
+    """
+    if count == 0:
+        return as_typed(None, writable=writable, op=name)
+    tlb, textent = dt.Get_true_extent()
+    extent = dt.Get_extent()[1]
+    memory = MPI.buffer.fromaddress(displ + tlb, textent + (count - 1) * extent,
+                                    readonly=not writable)
+    moved = MPI.Datatype.Create_struct([count], [-tlb], [dt]).Commit()
+    try:
+        return as_typed([memoryview(memory).cast("B"), 1, moved], writable=writable, op=name)
+    finally:
+        moved.Free()  # a receive unpacks through a duplicate of its own
 
 
 def _alltoallw(c: Coll, sends: list, recvs: list[Typed]):

@@ -103,8 +103,16 @@ p.Free()
 inplace = np.arange(size, dtype="i") + 10 * rank
 world.Alltoallw(MPI.IN_PLACE, [inplace, [1] * size, [4 * j for j in range(size)],
                                [MPI.INT] * size])
+# at MPI.BOTTOM: datatypes that hold the blocks' addresses
+sa, ra = np.arange(2 * size, dtype="i") + 100 * rank, np.full(2 * size, -1, "i")
+at = [MPI.Datatype.Create_struct([2], [MPI.Get_address(buf) + 8 * j], [MPI.INT]).Commit()
+      for buf in (sa, ra) for j in range(size)]
+world.Alltoallw([MPI.BOTTOM, [1] * size, [0] * size, at[:size]],
+                [MPI.BOTTOM, [1] * size, [0] * size, at[size:]])
+for t in at:
+    t.Free()
 say("alltoallw", (rb.tolist(), bool((nb == rb).all()), bool((pr == rb).all()),
-                  inplace.tolist()))
+                  inplace.tolist(), ra.tolist()))
 strided.Free()
 world.Barrier()
 every = world.gather(out, root=0)  # one writer: lines of several ranks never interleave
