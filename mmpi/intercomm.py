@@ -23,8 +23,10 @@ from ._inter_api import InterCollectiveMethods
 from ._inter_coll import T_ROOTED as _T_ROOTED
 from ._inter_coll import T_SWAP as _T_SWAP
 from ._native import MPI
+from ._op import completed
 from ._persist_api import PersistentMethods, add_persistent
 from .errors import NotBridged, RootError, UsageError
+from .request import BridgedRequest
 
 ROOT, PROC_NULL = MPI.ROOT, MPI.PROC_NULL
 
@@ -105,6 +107,18 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
     def Clone(self):
         """As Dup."""
         return self.Dup()
+
+    def Dup_with_info(self, info):
+        """As Dup (the bridge acts on no hint)."""
+        return self.Dup()
+
+    def Idup(self, info=None):
+        """A duplicate, and a request that is already complete (the duplicate is made now)."""
+        return self.Dup(), BridgedRequest(completed())
+
+    def Idup_with_info(self, info):
+        """As Idup."""
+        return self.Idup()
 
     def Split(self, color: int = 0, key: int = 0):
         """The intercommunicator of the ranks of both groups that gave `color`."""
@@ -335,8 +349,7 @@ def _stub_intracomm_only() -> None:
         if not name.startswith("_") and name not in mine and \
                 type(raw).__name__ in ("cython_function_or_method", "method_descriptor"):
             setattr(Intercomm, name, _not_here(name))
-    for name in ("Split_type", "Create", "Create_group", "Idup",
-                 "Idup_with_info", "Dup_with_info", "Create_intercomm", "Scan", "Exscan"):
+    for name in ("Split_type", "Create", "Create_group", "Create_intercomm", "Scan", "Exscan"):
         setattr(Intercomm, name, _not_here(name))
 
 

@@ -147,7 +147,8 @@ color = int(rank >= size // 2 + 1)  # unequal groups when size allows
 local = world.Split(color, rank)
 inter = local.Create_intercomm(0, world, 0 if color else size // 2 + 1, tag=11)
 exercise("split", inter, color)
-dup = inter.Dup()
+dup, req = inter.Idup()
+req.Wait()
 exercise("dup", dup, color)
 for high in (False, True):
     merged = inter.Merge(high=bool(color) == high)
