@@ -50,7 +50,10 @@ from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 
 POLL_INTERVAL = 0.05  # seconds between checks of the jobs; 2 cores, so never spin
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
-EARLY_EXIT_GRACE = 5.0  # a forwarder exiting 0 at the very end races with mpiexec's own exit
+# A forwarder exits 0 once every rank has left; the clusters' mpiexec may take a while longer
+# (Python teardown of every rank on busy cores: 5 s was seen to be too short). A rank that
+# still needed it fails on its own (ForwarderLost) long before this.
+EARLY_EXIT_GRACE = 30.0
 SHUTDOWN_GRACE = 10.0  # seconds forwarders get to exit after the clusters finished
 READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
 FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
