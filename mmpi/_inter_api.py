@@ -23,7 +23,8 @@ class InterCollectiveMethods:
     __slots__ = ()
 
     def _sides(self, name: str) -> ic.Sides:
-        self._check(name)
+        # no flush: a call's steps queue behind the calls before it (_collectives._run)
+        self._check(name, flush=False)
         return ic.Sides(self._core, self._local, name)
 
     def _run(self, name: str, steps) -> None:

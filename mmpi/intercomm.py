@@ -225,12 +225,12 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
                         f"MPI.PROC_NULL nor a rank of the remote group of size "
                         f"{self._core.size}")
 
-    def _check(self, call: str) -> None:
+    def _check(self, call: str, flush: bool = True) -> None:
         core = self._core
         core.engine.check()
         if core.freed:
             raise UsageError(f"{call}: the intercommunicator has been freed")
-        if core.pending:  # the leaders' messages of the calls before go first (in order)
+        if flush and core.pending:  # the leaders' messages of the calls before go first
             core.flush()
 
     # -- collectives, object forms -------------------------------------------------------
