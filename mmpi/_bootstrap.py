@@ -39,10 +39,18 @@ def world():
     return _world
 
 
+def spawned() -> bool:
+    """Whether a rank spawned this process (MPI_Comm_spawn, through its cluster's Hydra).
+
+    Not one of the job's ranks, it runs plain mpi4py beside them.
+    """
+    return os.environ.get("PMI_SPAWNED") == "1"
+
+
 def join():
     """Return the bridged world communicator, or None when not started by mmpi-run."""
     rdv = os.environ.get(R.ENV_RENDEZVOUS)
-    if not rdv:
+    if not rdv or spawned():
         return None
     cluster = os.environ.get(R.ENV_CLUSTER, "")
     if cluster not in R.CLUSTERS:

@@ -119,9 +119,10 @@ dispatch_unbound(Intercomm, MPI.Intercomm)
 def _no_dynamic_processes(name: str):
     def call(self, *args, **kwargs):
         raise NotBridged(
-            f"COMM_SELF.{name} is not bridged yet: a bridged job's ranks neither connect to "
-            "nor spawn other processes (their peers, on a bridged communicator, refuse too, "
-            "so this call would wait for ever)")
+            f"COMM_SELF.{name} is not bridged yet: a bridged job's ranks do not connect to "
+            "other processes (their peers, on a bridged communicator, refuse too, so this "
+            "call would wait for ever); COMM_SELF.Spawn starts children in this rank's "
+            "cluster")
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = "Not bridged yet: raises NotBridged."
@@ -129,15 +130,15 @@ def _no_dynamic_processes(name: str):
 
 
 class _Self(Intracomm):
-    """MPI.COMM_SELF under mmpi-run: mpi4py's, but dynamic processes are refused at once.
+    """MPI.COMM_SELF under mmpi-run: mpi4py's; Accept and Connect are refused at once.
 
-    A native Accept waits for ever for a Connect that a bridged communicator refuses.
+    A native Accept waits for ever for a Connect that a bridged communicator refuses. Spawn
+    is mpi4py's: the children start in this rank's cluster, through its Hydra, and run
+    plain mpi4py there (they are no ranks of the bridged world; `_bootstrap.spawned`).
     """
 
     Accept = _no_dynamic_processes("Accept")
     Connect = _no_dynamic_processes("Connect")
-    Spawn = _no_dynamic_processes("Spawn")
-    Spawn_multiple = _no_dynamic_processes("Spawn_multiple")
 
     def __reduce__(self):
         return "COMM_SELF" if self is COMM_SELF else MPI.Intracomm.__reduce__(self)

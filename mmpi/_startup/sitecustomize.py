@@ -26,7 +26,9 @@ def _chain() -> None:
             return
 
 
-if os.environ.get("MMPI_RENDEZVOUS"):
+# A process a rank spawned (MPI_Comm_spawn: Hydra sets PMI_SPAWNED) is no rank of the job:
+# plain mpi4py, in its parent's cluster.
+if os.environ.get("MMPI_RENDEZVOUS") and os.environ.get("PMI_SPAWNED") != "1":
     try:
         from mmpi import _hook
 

@@ -35,7 +35,7 @@ def test_calls_not_bridged_raise_at_once_on_every_rank(bridged, low, high):
                  *[f"rank {r}: Connect NotBridged" for r in range(1, size)],
                  *[f"rank {r}: Accept NotBridged" for r in range(1, size)],
                  *[f"rank {r}: {call} NotBridged" for r in range(size) for call in
-                   ("COMM_SELF.Spawn", "Intercomm.Scan", "Intercomm.Scan_init",
+                   ("Intercomm.Scan", "Intercomm.Scan_init",
                     "Intercomm.Is_revoked")],
                  *[f"rank {r}: Intercomm TypeError" for r in range(size)],
                  *[f"rank {r}: {call} impossible" for r in range(size)

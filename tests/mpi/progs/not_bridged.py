@@ -47,7 +47,6 @@ else:
     outcome("Accept", lambda: rest.Accept(port, root=0))
     if rank == 1:
         MPI.Close_port(port)
-outcome("COMM_SELF.Spawn", lambda: MPI.COMM_SELF.Spawn("true", maxprocs=1))
 # intercommunicators between bridged groups (test_comm_inter): bridged now; what they do not
 # have yet says so by name
 half = world.Split(rank % 2, rank)
