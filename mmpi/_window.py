@@ -17,7 +17,8 @@ Rule 3: Fence: each rank learns how many operations of the epoch target it (a re
         grants when it can (shared or exclusive, in arrival order); Unlock and Flush wait
         for an acknowledgement the target sends once it has applied what came before. Post
         sends a note to each origin, Start waits for them; Complete sends one to each target
-        after its operations, Wait serves until every origin's has come.
+        after its operations and waits for the target's acknowledgement (so a target's Test
+        after any later synchronisation sees it), Wait serves until every origin's has come.
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
             self._reply(source, "done")
         elif kind == "complete":
             self._completes += 1
+            self._reply(source, "done")
 
     def _at(self, source: int, at: int, hi: int) -> tuple[memoryview, int]:
         """The memory an operation's bytes at..hi lie in, and where `at` is in it."""
@@ -450,8 +452,8 @@ class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
     def Complete(self) -> None:
         """End the access epoch Start began."""
         self._live("Complete")
-        for rank in self._targets:
-            self._send(rank, ("complete",))
+        for rank in self._targets:  # acknowledged: a target's Test after this sees it
+            self._ask(rank, ("complete",))
         for rank in self._targets:
             self._drain(rank)
         self._targets, self._locked = [], set()
