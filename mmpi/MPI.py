@@ -50,6 +50,9 @@ else:
     COMM_WORLD = _world
     COMM_WORLD.__module__ = __name__  # pickled by name, as mpi4py's predefined handles
     BRIDGED = True
+    # Tools find mpi4py's compiled module, and the MPI library and libmpi.pxd beside it,
+    # through `mpi4py.MPI.__file__`: under the hook that name is this module, so say theirs.
+    __file__ = _native.__file__
     mpi_exceptions()
 
     _query_thread, _SERIALIZED = _native.Query_thread, _native.THREAD_SERIALIZED
