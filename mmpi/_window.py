@@ -52,8 +52,14 @@ def create_across(comm, memory, disp_unit: int, flavor: int) -> BridgedWin:
 class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
     """An MPI.Win across the zipper (Rule 1): calls not written out here raise NotBridged."""
 
-    def __new__(cls, *args, **kwargs):
-        return super().__new__(cls)
+    def __new__(cls, comm, memory: memoryview, units, sizes, flavor: int):
+        # a native window of this rank's memory on COMM_SELF lends its handle: mpi4py's buffer
+        # protocol (memoryview(win), as mpi4py.util.sync uses) reads memory through it
+        own = MPI.Win.Create_dynamic(comm=MPI.COMM_SELF) if flavor == MPI.WIN_FLAVOR_DYNAMIC \
+            else MPI.Win.Create(memory if len(memory) else MPI.BOTTOM, 1, comm=MPI.COMM_SELF)
+        self = super().__new__(cls, own)
+        self._own = own
+        return self
 
     def __init__(self, comm, memory: memoryview, units: list, sizes: list, flavor: int):
         self._comm = comm
@@ -485,6 +491,7 @@ class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
         self._engine.background.remove(self._serve)
         self._comm = None
         comm.Free()
+        self._own.Free()
 
     free = Free
 
