@@ -1,7 +1,7 @@
 """What a window across the zipper shows of itself: memory, group, attributes, names.
 
 A mixin of `_window.BridgedWin`, which keeps the fields read here: `_comm` (None once freed),
-`_mem`, `_units`, `_rank`, `_size`, `_flavor`, `_name`, `_errhandler`.
+`_mem`, `_units`, `_sizes`, `_rank`, `_size`, `_flavor`, `_name`, `_errhandler`.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ class WindowFace:
 
         As MPI 4.1 says for a window not made by Allocate_shared: only this rank's own memory
         is so here (the others' may lie in the other cluster), so any other rank answers with
-        size 0; MPI.PROC_NULL asks for the lowest rank with memory: this one, if it has any.
+        size 0; MPI.PROC_NULL asks for the lowest rank with memory (size 0 unless it is this).
         """
         self._live("Shared_query")
         rank = int(rank)
-        if rank == MPI.PROC_NULL and len(self._mem):
-            rank = self._rank
-        elif rank != MPI.PROC_NULL and not 0 <= rank < self._size:
+        if rank == MPI.PROC_NULL:
+            rank = next((r for r, n in enumerate(self._sizes) if n), MPI.PROC_NULL)
+        elif not 0 <= rank < self._size:
             raise RankError(f"Win.Shared_query on rank {self._rank}: rank {rank} is not in the "
                             f"window's group of size {self._size}")
         if rank == self._rank:
