@@ -23,10 +23,8 @@ from ._inter_api import InterCollectiveMethods
 from ._inter_coll import T_ROOTED as _T_ROOTED
 from ._inter_coll import T_SWAP as _T_SWAP
 from ._native import MPI
-from ._op import completed
 from ._persist_api import PersistentMethods, add_persistent
 from .errors import NotBridged, RootError, UsageError
-from .request import BridgedRequest
 
 ROOT, PROC_NULL = MPI.ROOT, MPI.PROC_NULL
 
@@ -108,17 +106,6 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
         """As Dup."""
         return self.Dup()
 
-    def Dup_with_info(self, info):
-        """As Dup (the bridge acts on no hint)."""
-        return self.Dup()
-
-    def Idup(self, info=None):
-        """A duplicate, and a request that is already complete (the duplicate is made now)."""
-        return self.Dup(), BridgedRequest(completed())
-
-    def Idup_with_info(self, info):
-        """As Idup."""
-        return self.Idup()
 
     def Split(self, color: int = 0, key: int = 0):
         """The intercommunicator of the ranks of both groups that gave `color`."""
@@ -331,7 +318,9 @@ def _not_here(name: str):
 
 def _stub_intracomm_only() -> None:
     """What a bridged intracommunicator has that this class lacks raises NotBridged."""
-    own = set(vars(Intercomm)) | set(vars(InterCollectiveMethods))
+    # the duplicates of CommunicatorMethods call this class's Dup
+    own = set(vars(Intercomm)) | set(vars(InterCollectiveMethods)) | \
+        {"Dup_with_info", "Idup", "Idup_with_info"}
     for mixin in (CollectiveMethods, PersistentMethods, CommunicatorMethods):
         for name, attr in vars(mixin).items():
             if not name.startswith("_") and name not in own and callable(attr) and \
