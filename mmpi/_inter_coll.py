@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _buffers
+from ._collectives._base import displs
 from ._collectives.alltoall import w_blocks
 from ._native import MPI
 from .errors import BufferError_, RootError, UsageError
@@ -74,7 +75,7 @@ class Sides:
         if self.leader:
             sizes = sizes.tolist()
             data = bytearray(sum(sizes))
-        yield local.Igatherv([mine, BYTE], [data, (sizes, _displs(sizes)), BYTE]
+        yield local.Igatherv([mine, BYTE], [data, (sizes, displs(sizes)), BYTE]
                              if self.leader else None, 0)._op
         return sizes, data
 
@@ -95,7 +96,7 @@ class Sides:
         whole = None
         if self.leader:
             counts = sizes.tolist()
-            whole = [b"".join(blocks), (counts, _displs(counts)), BYTE]
+            whole = [b"".join(blocks), (counts, displs(counts)), BYTE]
         yield self.local.Iscatterv(whole, [out, BYTE], 0)._op
         return out
 
@@ -108,14 +109,6 @@ def taken(op) -> bytes:
     data = bytes(op.obj) if op.obj is not None else b""
     op.release()
     return data
-
-
-def _displs(sizes: list[int]) -> list[int]:
-    out, at = [], 0
-    for n in sizes:
-        out.append(at)
-        at += n
-    return out
 
 
 def _framed(sizes: list[int], data) -> bytes:
@@ -134,7 +127,7 @@ def _unframed(s: Sides, msg: bytes) -> tuple[list[int], memoryview]:
 
 def _blocks(sizes: list[int], data) -> list[memoryview]:
     view = memoryview(data)
-    return [view[d:d + n] for d, n in zip(_displs(sizes), sizes, strict=True)]
+    return [view[d:d + n] for d, n in zip(displs(sizes), sizes, strict=True)]
 
 
 def fill(s: Sides, spec, data) -> None:
