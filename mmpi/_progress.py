@@ -228,10 +228,11 @@ def guard(cls) -> None:
 
 def guard_all() -> None:
     """Guard every bridged class whose calls reach the engine."""
-    from . import _message, _prequest, comm, request, topology
+    from . import _message, _prequest, _window, comm, intercomm, request, topology
 
-    classes = [comm.Comm, request.Request, request.BridgedRequest, _prequest.Prequest,
-               _prequest.PartitionedSend, _prequest.PartitionedRecv, _message.Message]
+    classes = [comm.Comm, intercomm.Intercomm, _window.BridgedWin, request.Request,
+               request.BridgedRequest, _prequest.Prequest, _prequest.PartitionedSend,
+               _prequest.PartitionedRecv, _message.Message]
     classes += [v for v in vars(topology).values()
                 if isinstance(v, type) and issubclass(v, comm.Comm)]
     for cls in classes:

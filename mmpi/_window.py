@@ -10,22 +10,17 @@ Rule 2: a rank serves its windows whenever the bridge makes progress: in any mmp
         wait, and all along with a progress thread (MMPI_PROGRESS). A passive-target epoch
         needs nothing else of the target's program; without a thread, a target that makes no
         call delays its origins until it does (MPI allows such weak progress).
-Rule 3: Fence: each rank learns how many operations of the epoch target it (a reduce-scatter
-        of the counts; each operation carries its epoch), serves until it has applied them,
-        and collects its own Gets' data; an operation of the next epoch, from an origin out
-        of the Fence first, waits until this rank is out too. Lock: a request the target
-        grants when it can (shared or exclusive, in arrival order); Unlock and Flush wait
-        for an acknowledgement the target sends once it has applied what came before. Post
-        sends a note to each origin, Start waits for them; Complete sends one to each target
-        after its operations and waits for the target's acknowledgement (so a target's Test
-        after any later synchronisation sees it), Wait serves until every origin's has come.
+Rule 3: synchronisation (Fence, Lock, Flush, PSCW): `_winsync`.
+Rule 4: an operation on this rank's own window is applied in the call, as a native window
+        does: a message to itself would wait for the next progress, and an operation of
+        another origin that arrived meanwhile would be applied first (mpi4py.util.sync's
+        mutex resets its own queue link that way and loses its successor's note).
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
 
 from . import _buffers, _rma
 from ._message import Message
@@ -33,10 +28,11 @@ from ._native import MPI
 from ._op import PENDING, SENT
 from ._windyn import DynamicWindow, Regions
 from ._winface import WindowFace, stub_the_rest
+from ._winsync import Synchronisation
 from .errors import NotBridged, UsageError
 from .request import BridgedRequest
 
-T_REQ, T_REPLY, T_POST = 1, 2, 3
+T_REQ, T_REPLY = 1, 2  # and T_POST (_winsync)
 _NO_EPOCH = -1  # operations of a passive-target epoch: no Fence counts them
 
 
@@ -49,7 +45,7 @@ def create_across(comm, memory, disp_unit: int, flavor: int) -> BridgedWin:
     return BridgedWin(d, memory, [u for u, _ in shape], [n for _, n in shape], flavor)
 
 
-class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
+class BridgedWin(Synchronisation, WindowFace, DynamicWindow, MPI.Win):
     """An MPI.Win across the zipper (Rule 1): calls not written out here raise NotBridged."""
 
     def __new__(cls, comm, memory: memoryview, units, sizes, flavor: int):
@@ -122,7 +118,10 @@ class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
                 self._outbox = [r for r in self._outbox if not r.Test()]
 
     def _reply(self, to: int, what) -> None:
-        self._post(what, to, T_REPLY)
+        if to == self._rank:  # to itself: handed over at once, in order (Rule 4)
+            self._expect[to].popleft()(what)
+        else:
+            self._post(what, to, T_REPLY)
 
     def _apply(self, source: int, req: tuple) -> None:
         kind = req[0]
@@ -203,12 +202,19 @@ class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
     def _drain(self, target: int) -> None:
         """Take every reply `target` owes this rank, in order (Rule 1)."""
         expect = self._expect[target]
+        if target == self._rank:  # its replies come at once, or at a lock's grant (Rule 4);
+            self._engine.progress()  # the call serves the others all the same (Rule 2)
+            self._wait_served(lambda: not expect)
+            return
         while expect:
             got = self._comm.recv(source=target, tag=T_REPLY)
             expect.popleft()(got)
 
     def _send(self, target: int, req: tuple) -> None:
-        self._post(req, target, T_REQ)
+        if target == self._rank:
+            self._apply(target, req)  # Rule 4
+        else:
+            self._post(req, target, T_REQ)
 
     def _ask(self, target: int, req: tuple) -> None:
         """Send a request the target acknowledges (lock, unlock, flush); `_drain` takes it."""
@@ -354,130 +360,6 @@ class BridgedWin(WindowFace, DynamicWindow, MPI.Win):
         self.Get_accumulate(origin, result, target_rank, target, op)
         self._drain(target_rank)
         return BridgedRequest.of(SENT)
-
-    # -- synchronisation (Rule 3) -----------------------------------------------------
-    def Fence(self, assertion: int = 0) -> None:
-        """Close the epoch: every operation to and from this rank complete."""
-        comm = self._live("Fence")
-        counts = np.array(self._sent, np.int64)
-        incoming = np.zeros(1, np.int64)
-        comm.Reduce_scatter_block(counts, incoming, MPI.SUM)
-        epoch, want = self._epoch, int(incoming[0])
-        self._wait_served(lambda: self._served.get(epoch, 0) >= want)
-        for target in range(self._size):
-            self._drain(target)
-        self._served.pop(epoch, None)
-        self._sent = [0] * self._size
-        self._epoch += 1
-        early, self._early = self._early, []
-        for source, req in early:
-            self._apply(source, req)
-
-    def Lock(self, rank: int, lock_type: int = MPI.LOCK_EXCLUSIVE, assertion: int = 0):
-        """Start a passive-target epoch at `rank`.
-
-        It returns at once, as MPI allows: the target holds this rank's operations until it
-        grants the lock, and Unlock (or Flush) waits for the grant with their replies; an
-        epoch costs one round trip, not three.
-        """
-        self._live("Lock")
-        if not 0 <= rank < self._size:
-            raise UsageError(f"Win.Lock: rank {rank} is not in the window's group")
-        self._ask(rank, ("lock", lock_type == MPI.LOCK_EXCLUSIVE))
-        self._locked.add(rank)
-
-    def Unlock(self, rank: int) -> None:
-        """End the passive-target epoch at `rank`: its operations applied there."""
-        self._live("Unlock")
-        if rank not in self._locked:
-            raise UsageError(f"Win.Unlock: rank {rank} is not locked by rank {self._rank}")
-        self._ask(rank, ("unlock",))
-        self._drain(rank)
-        self._locked.discard(rank)
-
-    def Lock_all(self, assertion: int = 0) -> None:
-        """A shared lock at every rank."""
-        self._live("Lock_all")
-        for rank in range(self._size):
-            self._ask(rank, ("lock", False))  # granted by the time Unlock_all drains (Lock)
-        self._locked = set(range(self._size))
-
-    def Unlock_all(self) -> None:
-        """End the epoch Lock_all started."""
-        self._live("Unlock_all")
-        for rank in range(self._size):
-            self._ask(rank, ("unlock",))
-        for rank in range(self._size):
-            self._drain(rank)
-        self._locked = set()
-
-    def Flush(self, rank: int) -> None:
-        """Every operation of this rank to `rank` applied there."""
-        self._live("Flush")
-        self._ask(rank, ("flush",))
-        self._drain(rank)
-
-    Flush_local = Flush
-
-    def Flush_all(self) -> None:
-        """Flush to every rank."""
-        for rank in range(self._size):
-            self.Flush(rank)
-
-    Flush_local_all = Flush_all
-
-    def Sync(self) -> None:
-        """Nothing to do: the window's memory is the one copy (MPI.WIN_UNIFIED)."""
-        self._live("Sync")
-
-    def _ranks(self, group) -> list[int]:
-        if group.Get_size() == 0:  # MPI.GROUP_EMPTY is mpi4py's own: nothing to translate
-            return []
-        mine = self._comm.Get_group()
-        try:
-            return list(group.Translate_ranks(list(range(group.Get_size())), mine))
-        finally:
-            mine.Free()
-
-    def Post(self, group, assertion: int = 0) -> None:
-        """Expose the window to the origins in `group`."""
-        self._live("Post")
-        origins = self._ranks(group)
-        self._origins, self._completes = len(origins), 0
-        for rank in origins:
-            self._post(None, rank, T_POST)
-
-    def Start(self, group, assertion: int = 0) -> None:
-        """Start an access epoch to the targets in `group` (once they have posted)."""
-        comm = self._live("Start")
-        self._targets = self._ranks(group)
-        for rank in self._targets:
-            comm.recv(source=rank, tag=T_POST)
-        self._locked = set(self._targets)  # their operations are not counted by a Fence
-
-    def Complete(self) -> None:
-        """End the access epoch Start began."""
-        self._live("Complete")
-        for rank in self._targets:  # acknowledged: a target's Test after this sees it
-            self._ask(rank, ("complete",))
-        for rank in self._targets:
-            self._drain(rank)
-        self._targets, self._locked = [], set()
-
-    def Wait(self) -> None:
-        """End the exposure epoch Post began: every origin's operations applied."""
-        self._live("Wait")
-        self._wait_served(lambda: self._completes >= self._origins)
-        self._origins = self._completes = 0
-
-    def Test(self) -> bool:
-        """Whether the exposure epoch is over (then ended, as Wait)."""
-        self._live("Test")
-        self._serve()
-        if self._completes < self._origins:
-            return False
-        self._origins = self._completes = 0
-        return True
 
     # -- the window itself ------------------------------------------------------------
     def Free(self) -> None:

@@ -136,3 +136,11 @@ def test_mpi_io_files_across_the_zipper(low, high, tmp_path):
 def test_one_sided_windows_across_the_zipper(low, high):
     # operations as messages the target serves (mmpi/_window.py): fences, locks, PSCW
     check_same("rma.py", low, high)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("low,high,progress", [(2, 2, "off"), (1, 3, "all")])
+def test_mpi4py_util_sync_mutex_counter_condition(low, high, progress):
+    # an MCS lock in a window, polled with Flush to itself (mmpi/_window.py Rule 4); with
+    # a progress thread serving the window alongside the program's calls
+    check_same("mutex.py", low, high, progress=progress)
