@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import deque
 
-
 from . import _buffers, _rma
 from ._message import Message
 from ._native import MPI
