@@ -51,7 +51,12 @@ _BANNER = re.compile(
     r"|Please see the FAQ page for debugging suggestions"
 )
 
-_NORMAL, _IN_TRACEBACK, _AFTER_EXCEPTION, _ABORTING = range(4)
+# Open MPI: its launcher's boxed notices ("prte has exited due to ..."), between lines of
+# dashes, and a process's "[host:pid] *** An error occurred in ..." report.
+_OMPI_BOX = re.compile(r"-{40,}")
+_OMPI_REPORT = re.compile(r"\[[^\s\]]+:\d+\] \*\*\* .*")
+
+_NORMAL, _IN_TRACEBACK, _AFTER_EXCEPTION, _ABORTING, _IN_BOX = range(5)
 
 
 @dataclass
@@ -63,6 +68,13 @@ class _Stream:
 
     def is_noise(self, text: str, from_mpiexec: bool) -> bool:
         if self.state == _ABORTING:  # MPI_Abort was called: the rest is its last words
+            return True
+        if self.state == _IN_BOX:
+            if _OMPI_BOX.fullmatch(text):
+                self.state = _NORMAL
+            return True
+        if from_mpiexec and _OMPI_BOX.fullmatch(text):
+            self.state = _IN_BOX
             return True
         if self.state == _IN_TRACEBACK:
             if text and not text[0].isspace() and text != _TRACEBACK and text not in _CHAINED:
@@ -81,7 +93,7 @@ class _Stream:
         if _ABORT.match(text):
             self.state = _ABORTING
             return True
-        if _UCX.match(text):
+        if _UCX.match(text) or _OMPI_REPORT.fullmatch(text):
             return True
         return from_mpiexec and bool(_BANNER.fullmatch(text))
 

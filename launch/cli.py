@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from mmpi.errors import MMPIError
 from mmpi.wire import rendezvous as _rendezvous
 
-from . import _command, _monitoring, _status, hygiene
+from . import _command, _monitoring, _openmpi, _status, hygiene
 from . import config as _config
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
@@ -142,8 +142,9 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
         mpi4py_hook=args.mpi4py_hook, rank_map=args.rank_map, monitor=args.monitor,
         progress=args.progress,
     )
+    mpi = _openmpi.detect(config.launcher.command, config.launcher.mpi)
     if args.dry_run:
-        sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER).describe())
+        sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER, mpi=mpi).describe())
         return 0
     if args.verbose:  # the ranks say what they chose (the progress mode)
         os.environ["MMPI_VERBOSE"] = "1"
@@ -152,7 +153,7 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
     rendezvous = _rendezvous.make_dir()
     try:
         hygiene.claim(rendezvous)
-        plan = make_plan(config, command, str(rendezvous))
+        plan = make_plan(config, command, str(rendezvous), mpi=mpi)
         if plan.on_this_host_only():  # else the command is for other hosts to find
             bad = _command.check(command)
             if bad is not None:

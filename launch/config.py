@@ -5,6 +5,7 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     launcher:                    # the MPI launcher used for every job (Hydra's mpiexec)
       command: mpiexec
       args: []                   # extra arguments put right after the command
+      mpi: auto                  # auto (what `command --version` says), mpich or openmpi
     transport: null              # `tcp`: UCX_TLS=self,tcp in all jobs (needed across network
                                  # namespaces, where UCX would otherwise pick shared memory)
     zipper:                      # the dual-homed nodes; each runs `forwarders` forwarder daemons
@@ -109,12 +110,16 @@ def _empty_env() -> Mapping[str, str]:
     return MappingProxyType({})
 
 
+MPI_FLAVOURS = ("auto", "mpich", "openmpi")
+
+
 @dataclass(frozen=True)
 class Launcher:
     """The MPI launcher every job is started with."""
 
     command: str = "mpiexec"
     args: tuple[str, ...] = ()
+    mpi: str = "auto"  # auto (what `command --version` says), mpich or openmpi (_openmpi)
 
 
 @dataclass(frozen=True)
@@ -458,7 +463,7 @@ def _slurm(environ: Mapping[str, str], path: str) -> tuple[Host, ...]:
 
 
 def _launcher(value: object, path: str) -> Launcher:
-    m = _mapping(value, path, {"command", "args"})
+    m = _mapping(value, path, {"command", "args", "mpi"})
     command = _optional_str(m.get("command", "mpiexec"), f"{path}.command", "a command")
     if command is None:
         raise ConfigError(f"{path}.command", "expected a command, got null")
@@ -466,7 +471,11 @@ def _launcher(value: object, path: str) -> Launcher:
     for i, arg in enumerate(args):
         if not isinstance(arg, str):
             raise ConfigError(f"{path}.args[{i}]", f"expected a string, got {_show(arg)}")
-    return Launcher(command=command, args=tuple(args))
+    mpi = m.get("mpi", "auto")
+    if mpi not in MPI_FLAVOURS:
+        raise ConfigError(f"{path}.mpi", f"expected one of {', '.join(MPI_FLAVOURS)}, got "
+                          f"{_show(mpi)}")
+    return Launcher(command=command, args=tuple(args), mpi=mpi)
 
 
 def _zippers(value: object, path: str) -> tuple[Zipper, ...]:

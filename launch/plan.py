@@ -65,15 +65,16 @@ from types import MappingProxyType
 from mmpi.wire import rendezvous as rv
 from place.rankmap import format_ranks
 
-from . import _placement
+from . import _openmpi, _placement
 from ._hosts import Machine, detect_machine
 from ._monitoring import MATRIX_FILE
 from ._placement import Layout
-from .config import Config
+from .config import Config, ConfigError
 
 FORWARDER = "forwarder"
 CLUSTER = "cluster"
-ROLES = (FORWARDER, CLUSTER)
+DVM = "dvm"  # Open MPI's PRRTE DVM (_openmpi)
+ROLES = (FORWARDER, CLUSTER, DVM)
 
 # Hydra output prefix for cluster jobs; runner.py splits the stream on CHUNK_MARK.
 CHUNK_MARK = "\x1f"
@@ -131,7 +132,7 @@ class Launch:
             vranks = [self.vrank(i) for i in range(self.ranks)]
             what = f"cluster, {self.ranks} ranks, virtual ranks {format_ranks(vranks)}"
         else:
-            what = FORWARDER
+            what = self.role
         if self.stdin:
             what += ", standard input"
         lines = [f"{self.name} ({what})", "  $ " + " ".join(_quote(a) for a in self.argv)]
@@ -147,6 +148,7 @@ class Plan:
     layouts: tuple[Layout, ...] = ()  # where each cluster's ranks run, low first
     owners: tuple[str, ...] | None = None  # a rank map: mmpi-run writes rv.LAYOUT_FILE
     monitor: str | None = None  # the ranks write their counters here; merged after the run
+    dvm: Launch | None = None  # Open MPI: the PRRTE DVM every job runs in, started first
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launches", tuple(self.launches))
@@ -173,6 +175,9 @@ class Plan:
         """Render the plan for --dry-run: the jobs (command line, environment), the rank map."""
         head = f"mmpi-run plan: {len(self.launches)} jobs, started in this order"
         parts = [head, *(launch.describe() for launch in self.launches)]
+        if self.dvm is not None:
+            parts.insert(1, "before them, the Open MPI DVM they all run in (stopped last):\n"
+                         + self.dvm.describe())
         if self.layouts:
             policies = ", ".join(f"{x.cluster} {x.placement}" for x in self.layouts)
             parts += [f"rank map (placement: {policies}):", _placement.describe(self.layouts)]
@@ -209,12 +214,14 @@ def make_plan(
     python: str = sys.executable,
     machine: Machine | None = None,
     environ: Mapping[str, str] | None = None,
+    mpi: str = _openmpi.MPICH,
 ) -> Plan:
     """Build the launches for `command` under `config`; `rendezvous` is the job directory.
 
     `machine` describes ``localhost`` for placement (default: this machine, from /sys);
     `environ` is mmpi-run's environment, for the user's PYTHONPATH (default: os.environ).
     Raises ConfigError, naming the cluster, when the ranks do not fit on their hosts.
+    `mpi` is the launcher's MPI (_openmpi.detect): on Open MPI every job goes into one DVM.
     """
     if not command:
         raise ValueError("make_plan: the command to run is empty")
@@ -224,10 +231,15 @@ def make_plan(
     transport = TRANSPORT_ENV.get(config.transport or "", {})
     layouts = _placement.place(config.low, config.high, machine or detect_machine(), config.owners)
     launches: list[Launch] = []
+    ompi = mpi == _openmpi.OPENMPI
+    base = _openmpi.prefix_env(config.launcher.command, os.environ if environ is None
+                               else environ) if ompi else {}
+    if ompi:
+        _refuse_on_openmpi(config, layouts)
 
     index = 0
     for zipper in config.zipper:
-        env: dict[str, str] = dict(transport)
+        env: dict[str, str] = {**base, **transport}
         if zipper.interfaces:
             # One UCX port then advertises exactly the two subnets' NICs.
             env[NET_DEVICES] = ",".join(dict.fromkeys(zipper.interfaces[c] for c in rv.CLUSTERS))
@@ -236,8 +248,9 @@ def make_plan(
         hosts = [] if zipper.host == LOCALHOST else ["-hosts", zipper.host]
         for k in range(zipper.forwarders):
             bind = ["-bind-to", f"user:{zipper.cpus[k % len(zipper.cpus)]}"] if zipper.cpus else []
+            dvm = _openmpi.job_args(rendezvous, env) if ompi else []
             argv = [
-                *zipper.wrapper, *launcher, "-n", "1", *hosts, *bind,
+                *zipper.wrapper, *launcher, *dvm, "-n", "1", *hosts, *bind,
                 python, "-m", "forwarder",
                 "--rendezvous", rendezvous, "--index", str(index), "--connect-timeout", timeout,
             ]  # fmt: skip
@@ -247,7 +260,8 @@ def make_plan(
     user_path = (os.environ if environ is None else environ).get(PYTHONPATH, "")
     host_ranks, host_procs = _busiest_host(config, layouts)
     for cluster, layout in zip(config.clusters, layouts, strict=True):
-        env = {CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)), **transport}
+        env = {**base, CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)),
+               **transport}
         if cluster.interface:
             env[NET_DEVICES] = cluster.interface
         env.update(config.env)
@@ -268,10 +282,13 @@ def make_plan(
             # the ranks' model (auto) needs the busiest host's load
             env.update(MMPI_PROGRESS=config.progress, MMPI_HOST_RANKS=str(host_ranks),
                        MMPI_HOST_PROCS=str(host_procs))
-        argv = [
-            *cluster.wrapper, *launcher, "-n", str(cluster.ranks), *layout.hydra_args,
-            "-prepend-pattern", PREPEND_PATTERN, *command,
-        ]  # fmt: skip
+        if ompi:  # the ranks mark their output (_openmpi Rule 3)
+            env[_openmpi.ENV_OUTPUT_MARK] = "1"
+            mpirun = [*_openmpi.job_args(rendezvous, env), "-n", str(cluster.ranks)]
+        else:
+            mpirun = ["-n", str(cluster.ranks), *layout.hydra_args,
+                      "-prepend-pattern", PREPEND_PATTERN]
+        argv = [*cluster.wrapper, *launcher, *mpirun, *command]
         vranks = tuple(p.vrank for p in layout.places)
         launches.append(
             Launch(
@@ -279,7 +296,24 @@ def make_plan(
                 stdin=vranks[0] == 0, vranks=vranks,
             )
         )  # fmt: skip
-    return Plan(tuple(launches), layouts, config.owners, config.monitor)
+    dvm = None
+    if ompi:
+        dvm = Launch(DVM, DVM, _openmpi.dvm_argv(config.launcher.command, rendezvous),
+                     {**base, **config.env})
+    return Plan(tuple(launches), layouts, config.owners, config.monitor, dvm)
+
+
+def _refuse_on_openmpi(config: Config, layouts) -> None:
+    """What Open MPI jobs cannot do yet, refused by name (_openmpi Rule 4)."""
+    for i, zipper in enumerate(config.zipper):
+        if zipper.host != LOCALHOST:
+            raise ConfigError(f"zipper[{i}].host", _openmpi.refuse("a remote host"))
+        if zipper.cpus:
+            raise ConfigError(f"zipper[{i}].cpus", _openmpi.refuse("binding"))
+    for cluster, layout in zip(config.clusters, layouts, strict=True):
+        if layout.hydra_args:
+            raise ConfigError(f"clusters.{cluster.name}", _openmpi.refuse(
+                "hosts other than this one, or binding (placement: paired)"))
 
 
 def _prepend_path(first: str, rest: str) -> str:

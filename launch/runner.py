@@ -42,7 +42,7 @@ from typing import IO, NamedTuple
 
 from mmpi.errors import MMPIError
 
-from . import _diagnose, _status, hygiene
+from . import _diagnose, _dvm, _status, hygiene
 from . import _watch as rank_watch
 from ._console import Console, keep_log, open_log
 from ._diagnose import Evidence, JobEnd
@@ -220,8 +220,14 @@ def run(
     failures: list[_Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
     watch: rank_watch.RankWatch | None = None
+    dvm = None
     try:
         watch = _start_watch(plan, rendezvous)
+        if plan.dvm is not None:  # Open MPI: every job goes into it (_openmpi)
+            try:
+                dvm = _dvm.start(plan.dvm, rendezvous)
+            except _dvm.DVMError as exc:
+                raise LaunchError(str(exc)) from None
         try:
             with _signals_raise():
                 try:
@@ -262,6 +268,8 @@ def run(
                 output.message(f"the output of every rank and forwarder is in {kept}")
         if watch is not None:
             watch.close()
+        if dvm is not None:  # after the jobs: it ends whatever of theirs is left
+            _dvm.stop(dvm)
         shutil.rmtree(rendezvous, ignore_errors=True)
         if watchdog is not None:
             watchdog.release()

