@@ -119,3 +119,17 @@ def test_a_syntax_error_is_held_like_a_traceback(capsys):
     console.show(("low", 0))
     assert capsys.readouterr().err.splitlines() == [f"[low:0] {t}" for t in SYNTAX]
     console.drop()
+
+
+def test_open_mpi_notices_are_held_back_but_logged(capsys):
+    log = io.StringIO()
+    console = Console(log)
+    dashes = "-" * 74
+    say(console, "high", None, [dashes, "prte has exited due to process rank 0 with PID 0 on",
+                                "", dashes], mpiexec=True)
+    say(console, "fwd0", 0, ["[vm:00000] *** An error occurred in Socket closed"])
+    say(console, "low", 0, ["a rank's own line"])
+    assert capsys.readouterr().err.splitlines() == ["[low:0] a rank's own line"]
+    console.drop()  # the job failed: its report stands for them
+    assert capsys.readouterr() == ("", "")
+    assert "prte has exited" in log.getvalue() and "*** An error" in log.getvalue()

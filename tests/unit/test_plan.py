@@ -537,3 +537,27 @@ def test_progress_reaches_the_ranks_with_the_busiest_hosts_load():
     # said as off, it is off whatever the environment says
     assert {launch.env.get("MMPI_PROGRESS") for launch in plan_for(progress="off").launches
             if launch.role == CLUSTER} == {"off"}
+
+
+def test_open_mpi_jobs_go_into_one_dvm_with_their_environment_named():
+    config = with_overrides(load())
+    plan = make_plan(config, ["python", "prog.py"], DIR, python=PY, machine=MACHINE,
+                     environ={"PATH": "/nowhere"}, mpi="openmpi")
+    assert plan.dvm is not None and plan.dvm.argv[1:] == (
+        "--report-uri", f"{DIR}/dvm.uri", "--report-pid", f"{DIR}/dvm.pid")
+    assert "before them, the Open MPI DVM" in plan.describe()
+    for launch in plan.launches:
+        argv = list(launch.argv)
+        assert argv[:4] == ["mpiexec", "--dvm", f"file:{DIR}/dvm.uri", "--oversubscribe"]
+        named = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
+        assert named == set(launch.env), launch.name  # the DVM's processes get only these
+        assert "-prepend-pattern" not in argv
+    low = plan.clusters[0]
+    assert low.env["MMPI_OUTPUT_MARK"] == "1" and low.argv[-2:] == ("python", "prog.py")
+
+
+def test_open_mpi_refuses_what_it_cannot_do_yet_by_key_path():
+    with pytest.raises(ConfigError, match=r"zipper\[0\]\.cpus: binding is not supported with "
+                                          "Open MPI yet"):
+        config = with_overrides(load(), forwarder_cpus=[1])
+        make_plan(config, ["python", "p.py"], DIR, python=PY, machine=MACHINE, mpi="openmpi")
