@@ -70,7 +70,7 @@ def dvm_argv(command: str, rendezvous: str) -> tuple[str, ...]:
 
 
 def job_args(rendezvous: str, env: Mapping[str, str]) -> list[str]:
-    """mpirun's options for a job of the DVM, its added environment named (Rule 2)."""
+    """The options of mpirun for a job of the DVM, its added environment named (Rule 2)."""
     args = ["--dvm", f"file:{rendezvous}/{DVM_URI}", "--oversubscribe"]
     for name in env:
         args += ["-x", name]

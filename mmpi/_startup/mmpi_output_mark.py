@@ -1,6 +1,6 @@
-"""A rank's output marked as Hydra marks it, where the launcher cannot (Open MPI's PRRTE).
+r"""A rank's output marked as Hydra marks it, where the launcher cannot (Open MPI's PRRTE).
 
-mmpi-run reads each cluster's output as chunks that start with ``\\x1f[k] `` (k the job's
+mmpi-run reads each cluster's output as chunks that start with ``\x1f[k] `` (k the job's
 rank) and names every line by its rank (launch/runner.py). Hydra writes that mark itself
 (-prepend-pattern); under Open MPI (MMPI_OUTPUT_MARK=1, launch/_openmpi.py Rule 3) each rank
 writes it, before every write to stdout and stderr and after every newline inside one.
@@ -54,7 +54,7 @@ def install(rank: str) -> None:
 
 
 def rank_here() -> str | None:
-    """This process's rank in its job, as Open MPI tells it (None: not under Open MPI)."""
+    """The rank of this process in its job, as Open MPI tells it (None: not under Open MPI)."""
     for name in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
         if os.environ.get(name, "").isdigit():
             return os.environ[name]
