@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from launch import hygiene
+from launch import detect_mpi, hygiene, openmpi_env
 
 from . import loggp, report, targets
 from ._catalog import BENCHES, GROUPS, MARKER
@@ -232,9 +232,16 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     if not specs:
         raise BenchError("nothing to run with these sizes")
     mmpi_run = [*_mmpi_run_cmd(), "--forwarders", str(args.forwarders)]
+    mpiexec = _mpiexec()
+    openmpi = detect_mpi(mpiexec) == "openmpi"
+    if openmpi and "p2p" in {BENCHES[n].group for n in specs}:
+        _note(args, "Open MPI: no across-jobs baseline (two plain mpiexec jobs cannot connect "
+                    "outside a DVM)")
     runs = plan_runs(specs, args.low, args.high, worker_args(args),
-                     mmpi_run=mmpi_run, mpiexec=_mpiexec(), pairs=args.pairs,
-                     bind_cpus=_usable_cpus() if args.bind else (), forwarders=args.forwarders)
+                     mmpi_run=mmpi_run, mpiexec=mpiexec, pairs=args.pairs,
+                     bind_cpus=_usable_cpus() if args.bind else (), forwarders=args.forwarders,
+                     native_env=tuple(openmpi_env(mpiexec, os.environ).items()) if openmpi
+                     else None)
     layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind)
     if args.dry_run:
         for run in runs:
@@ -357,7 +364,8 @@ def worker_args(args: argparse.Namespace) -> tuple[str, ...]:
 def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str], *,
               mmpi_run: Sequence[str], mpiexec: str, python: str = sys.executable,
               pairs: int = DEFAULT_PAIRS, bind_cpus: Sequence[int] = (),
-              forwarders: int = 1) -> list[Run]:
+              forwarders: int = 1,
+              native_env: tuple[tuple[str, str], ...] | None = None) -> list[Run]:
     """Return the jobs to run, in order: for each group, native first, then bridged.
 
     Point-to-point also gets the native baseline across two jobs, between those two.
@@ -369,6 +377,11 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     one core (docs/performance.md, "Placement").
     """
     runs = []
+    # Open MPI (`native_env` not None: launch.openmpi_env): its own flags and environment;
+    # no across-jobs baseline outside a DVM
+    openmpi = native_env is not None
+    native_flags = ("--oversubscribe",) if openmpi else ()
+    native_env = native_env or ()
     shapes = {"p2p": (1, 1), "world": (low, high), "pairs": (pairs, pairs),
               "overlap": (low, high)}
     bound_run = tuple(mmpi_run)
@@ -382,10 +395,12 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
         a, b = shapes[group]
         bind = bool(bind_cpus) and group != "pairs"
         worker = (python, "-m", "bench.worker", "--low", str(a), *options, *mine)
-        native_bind = ("-bind-to", "core") if bind else ()
+        native_bind = (("--bind-to" if openmpi else "-bind-to", "core") if bind else ())
+        native_bind += native_flags
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
-                        mine))
-        if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
+                        mine, native_env))
+        if group == "p2p" and not openmpi:  # the baseline between two jobs, as a forwarded
+            #                                 message travels
             runs.append(Run("across", group,
                             (python, "-m", "bench.across", mpiexec, *worker), mine))
         if group == "overlap":  # and with MPICH's own progress thread

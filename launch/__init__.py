@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._openmpi import detect as detect_mpi
+from ._openmpi import prefix_env as openmpi_env
 from .config import Config, ConfigError, Host, load, with_overrides
 from .plan import Launch, Plan, make_plan
 from .runner import LaunchError, run
@@ -11,6 +13,8 @@ __all__ = [
     "ConfigError",
     "Host",
     "Launch",
+    "detect_mpi",
+    "openmpi_env",
     "LaunchError",
     "Plan",
     "load",
