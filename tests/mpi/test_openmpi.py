@@ -112,3 +112,15 @@ def test_a_failing_rank_is_named_and_the_job_ends(ompi, tmp_path):
     assert job.returncode == 1, job.output[-3000:]
     assert "rank 2 (high:0" in job.stderr and "raised ValueError: boom on 2" in job.stderr
     assert "prte has exited" not in job.stderr  # Open MPI's notices held back (in the log)
+
+
+@pytest.mark.timeout(300)
+def test_a_killed_forwarder_fails_the_job_promptly(ompi):
+    marker = f"fault-{os.getpid()}-ompi"
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python",
+                    str(ROOT / "tests" / "mpi" / "progs" / "faults.py"), "kill-forwarder", "1",
+                    marker, timeout=60)
+    assert job.returncode != 0, job.output[-3000:]
+    assert "forwarder 'fwd0'" in job.stderr, job.output[-3000:]
+    left = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+    assert not left.strip(), f"left behind: {left}"  # the DVM ended whatever was left
