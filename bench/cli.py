@@ -242,7 +242,8 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
                      bind_cpus=_usable_cpus() if args.bind else (), forwarders=args.forwarders,
                      native_env=tuple(openmpi_env(mpiexec, os.environ).items()) if openmpi
                      else None)
-    layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind)
+    layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind,
+                               across=not openmpi)
     if args.dry_run:
         for run in runs:
             print(f"# {run.mode} {run.group}\n"
@@ -413,16 +414,18 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
 
 
 def describe_layouts(low: int, high: int, forwarders: int = 1,
-                     pairs: int = DEFAULT_PAIRS, bind: bool = False) -> dict[str, str]:
+                     pairs: int = DEFAULT_PAIRS, bind: bool = False,
+                     across: bool = True) -> dict[str, str]:
     """One line per group saying which ranks the two figures come from."""
     fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
     fwds = f"{forwarders} forwarder{'s' if forwarders > 1 else ''}"
     bound = " (bound: native ranks to cores in turn; bridged rank i of each cluster to core " \
             "i, the forwarders to the last cores)" if bind else ""
     return {
-        "p2p": f"native: 2 ranks of one mpiexec job; across jobs: 2 one-rank mpiexec jobs "
-               f"joined by Comm_connect; bridged: 1+1 ranks through {fwd} "
-               f"(vrank 0 <-> vrank 1){bound}",
+        "p2p": "native: 2 ranks of one mpiexec job; "
+               + ("across jobs: 2 one-rank mpiexec jobs joined by Comm_connect; " if across
+                  else "")
+               + f"bridged: 1+1 ranks through {fwd} (vrank 0 <-> vrank 1){bound}",
         "world": f"native: {low + high} ranks of one mpiexec job; bridged: {low} low + {high} "
                  f"high ranks and {fwds}{bound}",
         "pairs": f"native: {2 * pairs} ranks of one mpiexec job; bridged: {pairs} low + "
