@@ -36,6 +36,7 @@ else:
         Intracomm,
         Message,
         Prequest,
+        Session,
         Topocomm,
         Win,
         _comm_lock,

@@ -227,6 +227,31 @@ class Message(MPI.Message, metaclass=StandIn):
 dispatch_unbound(Message, MPI.Message)
 
 
+class Session(MPI.Session, metaclass=StandIn):
+    """mpi4py's Session; its world process set is the bridged world, not this cluster's.
+
+    MPI's sessions are local calls: the library knows only this rank's job. "mpi://WORLD"
+    (its size, its group, the communicator made from that group) is the bridged world here;
+    every other process set ("mpi://SELF", ...) is the native library's.
+    """
+
+    _stands_for = MPI.Session
+    WORLD = "mpi://WORLD"
+
+    def Get_pset_info(self, pset_name: str) -> MPI.Info:
+        """The process set's info; "mpi_size" of the world is the bridged world's size."""
+        info = MPI.Session.Get_pset_info(self, pset_name)
+        if pset_name == self.WORLD:
+            info.Set("mpi_size", str(sys.modules["mmpi.MPI"].COMM_WORLD.Get_size()))
+        return info
+
+    def Create_group(self, pset_name: str):
+        """The process set's group: the bridged world's for "mpi://WORLD"."""
+        if pset_name == self.WORLD:
+            return sys.modules["mmpi.MPI"].COMM_WORLD.Get_group()
+        return MPI.Session.Create_group(self, pset_name)
+
+
 _EMPTY = memoryview(bytearray(0))
 
 
@@ -395,6 +420,6 @@ def mpi_exceptions() -> None:
 
 
 __all__ = ["Comm", "Intracomm", "Intercomm", "COMM_SELF", "Topocomm", "Cartcomm",
-           "Graphcomm", "Distgraphcomm", "Prequest", "Message", "Win", "File", "Attach_buffer",
-           "Detach_buffer", "native_of", "mpi_exceptions", "_comm_lock", "_comm_lock_table",
-           "_commctx_intra", "_commctx_inter"]
+           "Graphcomm", "Distgraphcomm", "Prequest", "Session", "Message", "Win", "File",
+           "Attach_buffer", "Detach_buffer", "native_of", "mpi_exceptions", "_comm_lock",
+           "_comm_lock_table", "_commctx_intra", "_commctx_inter"]

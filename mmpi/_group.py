@@ -8,6 +8,7 @@ MPI_GROUP_NULL: it lives here, as a tuple of world ranks, and pure functions do 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from ._native import MPI
@@ -70,6 +71,13 @@ class Group(_native, metaclass=StandIn):
     """A group of processes (mpi4py's API), native or of the bridged world."""
 
     _stands_for = _native
+
+    @classmethod
+    def Create_from_session_pset(cls, session, pset_name: str):
+        """The process set's group: the bridged world's for "mpi://WORLD" (`_facade.Session`)."""
+        if pset_name == "mpi://WORLD":
+            return sys.modules["mmpi.MPI"].COMM_WORLD.Get_group()
+        return _native.Create_from_session_pset(session, pset_name)
 
     @classmethod
     def Union(cls, group1, group2):

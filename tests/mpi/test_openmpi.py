@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -116,11 +117,16 @@ def test_a_failing_rank_is_named_and_the_job_ends(ompi, tmp_path):
 
 @pytest.mark.timeout(300)
 def test_a_killed_forwarder_fails_the_job_promptly(ompi):
+    t0 = time.monotonic()
     marker = f"fault-{os.getpid()}-ompi"
     job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python",
                     str(ROOT / "tests" / "mpi" / "progs" / "faults.py"), "kill-forwarder", "1",
                     marker, timeout=60)
     assert job.returncode != 0, job.output[-3000:]
-    assert "forwarder 'fwd0'" in job.stderr, job.output[-3000:]
+    # Open MPI aborts a process whose peer disconnects: the ranks go down with the forwarder,
+    # and the first of them may be named before the forwarder's own job is seen to end
+    assert "forwarder 'fwd0'" in job.stderr or "left without finalizing" in job.stderr, \
+        job.output[-3000:]
+    assert time.monotonic() - t0 < 30
     left = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
     assert not left.strip(), f"left behind: {left}"  # the DVM ended whatever was left

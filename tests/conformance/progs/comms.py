@@ -1,5 +1,6 @@
 """Communicators made from the world, and from those: groups, Dup, Split, Create, Create_group,
-Compare, attributes, Free; collectives on several communicators interleaved.
+Compare, attributes, Free, a session's world process set; collectives on several communicators
+interleaved.
 
 Every rank prints `rank R: <check> <value>` lines that must be the same natively and bridged
 (the test compares them); an assertion failure ends the job.
@@ -159,6 +160,18 @@ say("split_type_member", node.Get_rank() < node.Get_size())
 # names
 dup.Set_name("my dup")
 say("name", dup.Get_name())
+
+# a session's world process set: its size, its group, a communicator made from it
+session = MPI.Session.Init()
+info = session.Get_pset_info("mpi://WORLD")
+sgroup = session.Create_group("mpi://WORLD")
+scomm = MPI.Intracomm.Create_from_group(sgroup, "mmpi.test.session")
+pgroup = MPI.Group.Create_from_session_pset(session, "mpi://WORLD")
+say("session world", (info.Get("mpi_size"), sgroup.Get_size(), sgroup.Get_rank(),
+                      scomm.allreduce(rank), pgroup.Get_size()))
+for x in (scomm, sgroup, pgroup, info):
+    x.Free()
+session.Finalize()
 
 for c in (quarter, half, par, dup):
     c.Free()
