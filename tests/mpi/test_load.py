@@ -1,7 +1,7 @@
 """Load and memory: bounded forwarder memory under a slow receiver; a soak with checksums;
 large messages left pending for a rank that waits in a collective.
 
-MMPI_SOAK_SECONDS (default 8) lengthens the soak for on-demand runs, e.g.
+MMPI_SOAK_SECONDS (default 6) lengthens the soak for on-demand runs, e.g.
 `MMPI_SOAK_SECONDS=300 pytest tests/mpi/test_load.py -k soak`.
 """
 
@@ -27,7 +27,7 @@ def test_slow_receiver_does_not_grow_the_forwarder(bridged):
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("low,high,seed", [(2, 2, 1), (1, 2, 2)])
 def test_soak_random_sizes_tags_and_peers(bridged, low, high, seed):
-    seconds = float(os.environ.get("MMPI_SOAK_SECONDS", "8"))
+    seconds = float(os.environ.get("MMPI_SOAK_SECONDS", "6"))
     job = bridged("soak.py", str(seconds), str(seed), low=low, high=high,
                   timeout=seconds * 3 + 60)
     assert job.returncode == 0, job.output

@@ -151,7 +151,7 @@ def test_start_order_does_not_matter(tmp_path):
 
 @pytest.mark.timeout(400)
 def test_many_startups_in_a_row():
-    n = int(os.environ.get("MMPI_STARTUPS", "20"))  # MMPI_STARTUPS=200 for a long run
+    n = int(os.environ.get("MMPI_STARTUPS", "12"))  # MMPI_STARTUPS=200 for a long run
     for i in range(n):
         p = subprocess.run([*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable, "-c",
                             TRIVIAL], capture_output=True, text=True, timeout=60, cwd=ROOT)
