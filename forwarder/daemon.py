@@ -22,6 +22,7 @@ from mpi4py import MPI
 from mmpi.wire import BridgeError
 from mmpi.wire import protocol as P
 from mmpi.wire import rendezvous as R
+from mmpi.wire import watch
 from mmpi.wire.backoff import Backoff
 from mmpi.wire.knobs import env_float, env_int
 from mmpi.wire.layout import Layout
@@ -93,6 +94,7 @@ class Forwarder:
         self._admitted = threading.Event()
         self._gate = Gate(self.rendezvous, index, self.hello_timeout, self._warn)
         self._last_ping = 0.0
+        self._membership: watch.Membership | None = None  # with mmpi-run's rank watch
 
     # -- start-up -------------------------------------------------------------------------
     def _warn(self, msg: str) -> None:
@@ -104,6 +106,7 @@ class Forwarder:
             print(f"mmpi-forwarder[{self.index}]: cluster(s) {', '.join(missing)} did not "
                   f"connect within {self.connect_timeout:g} s; giving up", file=sys.stderr,
                   flush=True)
+            self._failing()
             os._exit(2)  # Comm_accept cannot be interrupted any other way
 
     def _admit_all(self) -> dict[str, Link]:
@@ -112,6 +115,9 @@ class Forwarder:
             raise BridgeError("the forwarder needs MPI_THREAD_MULTIPLE for its relay threads, "
                               f"this MPI gives level {MPI.Query_thread()}")
         R.write_atomic(self.rendezvous / f"forwarder.{self.index}.pid", str(os.getpid()))
+        # From here on mmpi-run sees at once if this process is killed (wire/watch.py).
+        self._membership = watch.register(self.rendezvous, watch.FORWARDER, self.index,
+                                          os.getpid())
         threading.Thread(target=self._watchdog, daemon=True).start()
         for c in R.CLUSTERS:
             # A port exists only while we accept on it: two connections queued on one port
@@ -159,14 +165,26 @@ class Forwarder:
     def _relay_failed(self, relay: Relay, exc: BaseException) -> None:
         print(f"mmpi-forwarder[{self.index}]: relay {relay.name_short} failed: {exc}",
               file=sys.stderr, flush=True)
+        self._failing()
         os._exit(3)  # a half-dead forwarder would hang both clusters; die loudly instead
 
     def run(self) -> int:
         """Serve one bridged job from admission to shutdown; return an exit status."""
         try:
-            return self.serve(self._admit_all())
+            status = self.serve(self._admit_all())
+        except BaseException:
+            self._failing()
+            raise
         finally:
             self._gate.close()
+        if self._membership is not None:  # served: ending now is no failure
+            self._membership.leave()
+        return status
+
+    def _failing(self) -> None:
+        """Tell mmpi-run that this forwarder ends by itself: its own words will say why."""
+        if self._membership is not None:
+            self._membership.aborting()
 
     def serve(self, links: dict[str, Link]) -> int:
         """Relay between the clusters of `links` ("low", "high") until both said BYE; close.

@@ -62,18 +62,42 @@ class Departure:
     at: float  # time.monotonic() when it was seen
 
     @property
+    def forwarder(self) -> bool:
+        """Whether it is a forwarder (`local` is its index), not a rank."""
+        return self.cluster == W.FORWARDER
+
+    @property
+    def job(self) -> str:
+        """The name of its job in the plan: the cluster, or the forwarder's "fwd<i>"."""
+        return f"{W.FORWARDER}{self.local}" if self.forwarder else self.cluster
+
+    @property
     def sentence(self) -> str:
         """The report line."""
+        if self.forwarder:
+            return (f"forwarder '{self.job}' (pid {self.pid}) ended while the job ran: killed "
+                    "or a crash")
         return (f"rank {self.vrank} ({self.cluster}:{self.local}, pid {self.pid}) left without "
                 "finalizing: os._exit or a crash")
 
     @property
+    def label(self) -> str:
+        """Who, in a few words: "rank 2 (high:0)", "forwarder 'fwd0'"."""
+        if self.forwarder:
+            return f"forwarder '{self.job}'"
+        return f"rank {self.vrank} ({self.cluster}:{self.local})"
+
+    @property
     def short(self) -> str:
         """The cause in a few words."""
+        if self.forwarder:
+            return f"forwarder '{self.job}' ended while the job ran"
         return f"rank {self.vrank} ({self.cluster}:{self.local}) left without finalizing"
 
     def named_in(self, who: str) -> bool:
         """Whether a failure report's "rank 2 (high:0, pid 1234)" is this rank."""
+        if self.forwarder:
+            return f"forwarder '{self.job}'" in who
         return f"rank {self.vrank} ({self.cluster}:{self.local}" in who
 
 
@@ -92,9 +116,11 @@ class RankWatch:
     """Listens for the ranks of one job; `departed()` lists those that left unfinalized."""
 
     def __init__(self, rendezvous: Path, clusters: Mapping[str, tuple[int, int]], *,
-                 remote: bool = False) -> None:
+                 remote: bool = False, forwarders: int = 0) -> None:
         self.rendezvous = Path(rendezvous)
         self.clusters = dict(clusters)  # name -> (first virtual rank, number of ranks)
+        if forwarders:  # they register as W.FORWARDER, their index for the local rank
+            self.clusters[W.FORWARDER] = (-1, forwarders)
         self.remote = remote  # some rank runs on another host
         self._departed: list[Departure] = []
         self._lock = threading.Lock()
@@ -211,9 +237,10 @@ class RankWatch:
                     and not self._abort_seen):
                 cluster, local, pid = conn.rank
                 first = self.clusters[cluster][0]
+                vrank = -1 if cluster == W.FORWARDER else first + local
                 with self._lock:
                     self._departed.append(
-                        Departure(first + local, cluster, local, pid, time.monotonic()))
+                        Departure(vrank, cluster, local, pid, time.monotonic()))
             self._drop(sel, conn)
             return
         if conn.bye:
@@ -261,7 +288,7 @@ def start_for(plan: Plan, rendezvous: Path) -> RankWatch | None:
         return None
     clusters = {c.name: (c.first_vrank, c.ranks) for c in plan.clusters}
     remote = any(p.host != "localhost" for layout in plan.layouts for p in layout.places)
-    watch = RankWatch(rendezvous, clusters, remote=remote)
+    watch = RankWatch(rendezvous, clusters, remote=remote, forwarders=len(plan.forwarders))
     try:
         watch.start()
     except OSError:
@@ -293,10 +320,10 @@ def explain(departures: list[Departure], report: Report,
         return as_is
     lines = [first.sentence]
     if len(departures) > 1:  # mostly cluster-mates Hydra killed because of the first
-        names = [f"rank {d.vrank} ({d.cluster}:{d.local})" for d in departures[1:]]
+        names = [d.label for d in departures[1:]]
         more = f" and {len(names) - 4} more" if len(names) > 4 else ""
         lines.append(f"then {', '.join(names[:4])}{more} left too")
     # The report's own lines, but not the departure again (the runner's failure for it).
     lines += [f"then {line.removeprefix('then ')}" for line in report.lines
               if first.sentence not in line]
-    return lines, 1, first.short, (first.cluster, first.local)
+    return lines, 1, first.short, (first.job, None if first.forwarder else first.local)

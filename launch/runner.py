@@ -507,7 +507,7 @@ def _departures(jobs: list[_Job], watch: rank_watch.RankWatch) -> Check:
         if not gone or time.monotonic() - gone[0].at < rank_watch.DEPARTURE_GRACE:
             return None
         # Status 1: the rank's own status is unknown (os._exit(0) gives 0 to Hydra).
-        return _Failure(gone[0].sentence, 1, by_name[gone[0].cluster])
+        return _Failure(gone[0].sentence, 1, by_name[gone[0].job])
 
     return check
 

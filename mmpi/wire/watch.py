@@ -18,6 +18,11 @@ mmpi-run writes where it listens to the rendezvous file `rendezvous.WATCH_FILE`,
 line ("unix:PATH", "tcp:HOST:PORT"), tried in order. Without that file (jobs started by hand)
 a rank is not watched.
 
+A forwarder registers too, as cluster FORWARDER with its index for the local rank: it says
+"bye" when it has served the job and "abort" before it exits on its own (its own words then
+say why), so a forwarder killed or crashed is seen the moment it goes - before the ranks that
+lose it (Open MPI aborts those at once, and each would look like the cause).
+
 Rule: only a connection that proved the job secret counts, so a stranger can neither fake a
 departure nor a goodbye; a proven connection that closes without "bye" is a rank that left
 without finalizing.
@@ -38,6 +43,7 @@ OK = b"ok\n"
 BYE = b"bye\n"
 ABORT = b"abort\n"
 MAX_LINE = 512  # bytes: a longer line is not ours
+FORWARDER = "fwd"  # the "cluster" a forwarder registers as (its index is its local rank)
 
 
 def unix_address(path: str | Path) -> str:
@@ -120,8 +126,8 @@ def register(rdv: Path, cluster: str, local: int, pid: int,
             continue
         sock.settimeout(None)
         return Membership(sock, address)
-    raise BridgeError(f"rank {local} of cluster {cluster!r} could not reach mmpi-run's rank "
-                      f"watch: {'; '.join(errors)}")
+    who = f"forwarder {local}" if cluster == FORWARDER else f"rank {local} of cluster {cluster!r}"
+    raise BridgeError(f"{who} could not reach mmpi-run's rank watch: {'; '.join(errors)}")
 
 
 def _open(address: str, timeout: float) -> socket.socket:

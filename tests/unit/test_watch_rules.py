@@ -91,6 +91,36 @@ def test_a_rank_that_ends_without_bye_is_seen_at_once(watch, how):
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize("how", ["kill", "bye", "abort"])
+def test_a_forwarder_is_watched_as_a_rank_is(tmp_path, how):
+    w = RankWatch(R.make_dir(str(tmp_path)), CLUSTERS, forwarders=2)
+    w.start()
+    try:
+        p, (pid, _) = rank(w.rendezvous, how, W.FORWARDER)  # registers as forwarder 1
+        if how == "kill":
+            os.kill(pid, signal.SIGKILL)
+        p.wait()
+        got = departed(w, timeout=2.0 if how == "kill" else 0.3)
+    finally:
+        w.close()
+    if how != "kill":  # served and said so, or its own words will say why it failed
+        assert got == []
+        return
+    assert [(d.job, d.forwarder, d.pid) for d in got] == [("fwd1", True, pid)]
+    assert got[0].sentence == (f"forwarder 'fwd1' (pid {pid}) ended while the job ran: "
+                               "killed or a crash")
+    # a forwarder the plan does not have cannot register
+    (tmp_path / "b").mkdir()
+    w = RankWatch(R.make_dir(str(tmp_path / "b")), CLUSTERS, forwarders=1)
+    w.start()
+    try:
+        with pytest.raises(BridgeError, match="forwarder 1 could not reach"):
+            W.register(w.rendezvous, W.FORWARDER, 1, os.getpid(), timeout=2.0)
+    finally:
+        w.close()
+
+
+@pytest.mark.timeout(30)
 def test_a_rank_that_said_bye_may_exit(watch):
     p, _ = rank(watch.rendezvous, "bye")
     assert p.wait() == 0
@@ -270,6 +300,15 @@ def test_an_exception_beats_the_order_of_departures():
     # ranks that raise abort in any order; what they said is the report
     r = report("rank 3 (high:1, pid 1235)", "raised RuntimeError: ...", DIRECT, 1)
     assert explain([D2, D3], r, SHOWN) == (r.lines, 1, r.headline, SHOWN)
+
+
+def test_a_killed_forwarder_beats_the_ranks_that_went_down_with_it():
+    fwd = Departure(-1, W.FORWARDER, 0, 77, 1.0)
+    r = report("rank 2 (high:0, pid 1234)", "left without finalizing", UNKNOWN, 1)
+    lines, status, headline, shown = explain([fwd, D2], r, SHOWN)
+    assert lines[:2] == [fwd.sentence, "then rank 2 (high:0) left too"]
+    assert (status, headline, shown) == (1, "forwarder 'fwd0' ended while the job ran",
+                                         ("fwd0", None))
 
 
 def test_a_departure_beats_a_consequence_or_nothing():
