@@ -29,6 +29,7 @@ def start(launch: Launch, rendezvous: Path) -> subprocess.Popen[bytes]:
     try:
         proc = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                cwd=rendezvous,  # where it finds the rankfiles (_openmpi)
                                 start_new_session=True, preexec_fn=hygiene.die_with_parent())
     except OSError as exc:
         raise DVMError(f"cannot start the Open MPI DVM ({launch.argv[0]}): {exc}") from exc

@@ -16,8 +16,16 @@ Rule 3: PRRTE can only tag output by job, not per rank in a way a reader can spl
         chunks, not lines, and interleaves them): the ranks mark their own writes instead
         (MMPI_OUTPUT_MARK, the ranks' sitecustomize) with the mark Hydra's -prepend-pattern
         gives, so one reader serves both.
-Rule 4: supported here: every job on this host (a DVM of one node). Hosts, binding and CPU
-        lists are refused by name until they are mapped to PRRTE's options.
+Rule 4: placement is carried out by files the plan writes in the rendezvous directory (the
+        runner writes them before the DVM starts): a bound layout (``placement: paired``, a
+        forwarder's ``cpus``) becomes a rankfile, ``rank i=HOST slot=SOCKET:CORE`` (or
+        ``slot=CPU``), with ``--bind-to core:overload-allowed`` (the two clusters, or a forwarder
+        and a rank, may share a core on one host: Hydra allows that, PRRTE must be told); an
+        unbound one on other hosts a hostfile of one line per rank with ``--map-by seq``. The
+        DVM spans every host named, with as many slots as the run puts there, and runs in the
+        rendezvous directory: a rankfile is named relative to it.
+Rule 5: interfaces: Open MPI's TCP transport (how jobs of one DVM reach each other) is held to
+        the NICs named (``btl_tcp_if_include``), beside UCX_NET_DEVICES for UCX.
 """
 
 from __future__ import annotations
@@ -25,12 +33,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from ._placement import LOCALHOST, Layout
 
 MPICH, OPENMPI = "mpich", "openmpi"
 DVM_URI, DVM_PID = "dvm.uri", "dvm.pid"
 ENV_OUTPUT_MARK = "MMPI_OUTPUT_MARK"  # ranks mark their own output (Rule 3)
+ENV_TCP_NICS = "OMPI_MCA_btl_tcp_if_include"  # the NICs jobs of the DVM meet over (Rule 5)
+BIND = "core:overload-allowed"  # Rule 4
 _ROOT_ENV = ("PRTE_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM",
              "OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
 
@@ -61,12 +73,52 @@ def prefix_env(command: str, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def dvm_argv(command: str, rendezvous: str, environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The DVM's command line: prte beside the launcher, reporting where to find it."""
+def dvm_argv(command: str, rendezvous: str, environ: Mapping[str, str],
+             hosts: Mapping[str, int] | None = None) -> tuple[str, ...]:
+    """The DVM's command line: prte beside the launcher, reporting where to find it.
+
+    `hosts` (host -> processes the run puts there) makes it span those hosts (Rule 4).
+    """
     found = shutil.which(command, path=environ.get("PATH"))
     prte = str(Path(found).parent / "prte") if found else "prte"
+    spans = ["--host", ",".join(f"{h}:{n}" for h, n in hosts.items())] if hosts else []
     return (prte, "--report-uri", f"{rendezvous}/{DVM_URI}",
-            "--report-pid", f"{rendezvous}/{DVM_PID}")
+            "--report-pid", f"{rendezvous}/{DVM_PID}", *spans)
+
+
+def cluster_mapping(layout: Layout, rendezvous: str) -> tuple[list[str], dict[str, str]]:
+    """mpirun's options placing a cluster as `layout` says, and the files they name (Rule 4)."""
+    places = sorted(layout.places, key=lambda p: p.local)
+    if any(p.socket is not None for p in places):
+        name = f"rankfile.{layout.cluster}"
+        text = "".join(f"rank {p.local}={p.host} slot={p.socket}:{p.core}\n" for p in places)
+        return _rankfile(rendezvous, name), {name: text}
+    if any(p.host != LOCALHOST for p in places):
+        name = f"hostfile.{layout.cluster}"
+        text = "".join(f"{p.host}\n" for p in places)
+        return ["--hostfile", f"{rendezvous}/{name}", "--map-by", "seq"], {name: text}
+    return [], {}
+
+
+def forwarder_mapping(name: str, host: str, cpu: int | None,
+                      rendezvous: str) -> tuple[list[str], dict[str, str]]:
+    """mpirun's options placing forwarder `name` on `host`, bound to `cpu` if given (Rule 4)."""
+    if cpu is not None:
+        file = f"rankfile.{name}"
+        return _rankfile(rendezvous, file), {file: f"rank 0={host} slot={cpu}\n"}
+    return (["--host", host] if host != LOCALHOST else []), {}
+
+
+def tcp_nics(nics: Sequence[str]) -> dict[str, str]:
+    """The environment holding Open MPI's TCP transport to `nics` (Rule 5)."""
+    return {ENV_TCP_NICS: ",".join(dict.fromkeys(nics))} if nics else {}
+
+
+def _rankfile(rendezvous: str, name: str) -> list[str]:
+    # by its bare name: PRRTE's option parser refuses a "-" anywhere in it (as in
+    # "/tmp/mmpi-..."), and the DVM, which runs in the rendezvous directory, reads it
+    del rendezvous
+    return ["--map-by", f"rankfile:file={name}", "--bind-to", BIND]
 
 
 def job_args(rendezvous: str, env: Mapping[str, str]) -> list[str]:
@@ -75,12 +127,6 @@ def job_args(rendezvous: str, env: Mapping[str, str]) -> list[str]:
     for name in env:
         args += ["-x", name]
     return args
-
-
-def refuse(what: str) -> str:
-    """Why a setting is not carried out on Open MPI yet (Rule 4)."""
-    return (f"{what} is not supported with Open MPI yet (every job runs on this host in one "
-            "PRRTE DVM); leave it out, or use MPICH")
 
 
 def uri_ready(rendezvous: Path) -> bool:
@@ -93,4 +139,5 @@ def uri_ready(rendezvous: Path) -> bool:
 
 
 __all__ = ["MPICH", "OPENMPI", "DVM_URI", "DVM_PID", "ENV_OUTPUT_MARK", "detect",
-           "prefix_env", "dvm_argv", "job_args", "refuse", "uri_ready"]
+           "prefix_env", "dvm_argv", "job_args", "cluster_mapping", "forwarder_mapping", "tcp_nics",
+           "uri_ready"]

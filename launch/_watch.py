@@ -189,7 +189,9 @@ class RankWatch:
             while True:
                 pending = [c.deadline for c in self._conns.values() if c.rank is None]
                 timeout = max(0.0, min(pending) - time.monotonic()) if pending else None
-                for key, _ in sel.select(timeout):
+                # A forwarder gone in the same instant as ranks went first: they lose it
+                # (UCX aborts a rank whose peer vanished mid-copy), it does not lose them.
+                for key, _ in sorted(sel.select(timeout), key=self._forwarders_first):
                     sock = key.fileobj
                     if sock is self._wake_r:
                         return
@@ -201,6 +203,11 @@ class RankWatch:
                 for conn in [c for c in self._conns.values() if c.rank is None]:
                     if now > conn.deadline:
                         self._drop(sel, conn)
+
+    def _forwarders_first(self, event: tuple[selectors.SelectorKey, int]) -> bool:
+        conn = self._conns.get(event[0].fileobj)  # type: ignore[call-overload]
+        return not (conn is not None and conn.rank is not None
+                    and conn.rank[0] == W.FORWARDER)
 
     def _accept(self, sel: selectors.BaseSelector, listener: socket.socket) -> None:
         while True:
@@ -314,8 +321,9 @@ def explain(departures: list[Departure], report: Report,
         return as_is
     cause = report.cause
     first = departures[0]
+    # (a forwarder is no cluster-mate: nothing kills it because a rank left)
     killed_later = (cause.what.startswith("was killed by") and not first.named_in(cause.who)
-                    and any(d.named_in(cause.who) for d in departures[1:]))
+                    and any(d.named_in(cause.who) for d in departures[1:] if not d.forwarder))
     if cause.directness <= CRASH and not killed_later:
         return as_is
     lines = [first.sentence]

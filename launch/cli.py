@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import sys
 import traceback
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from mmpi.wire import rendezvous as _rendezvous
 
 from . import _command, _monitoring, _openmpi, _status, hygiene
 from . import config as _config
+from ._placement import LOCALHOST
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
 
@@ -159,6 +161,7 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
             if bad is not None:
                 print(f"{PROG}: {bad[1]}", file=sys.stderr)
                 return bad[0]
+        _check_interfaces(config)
         if plan.monitor is not None:  # once the plan holds: an earlier run's files go
             _monitoring.prepare(plan.monitor)
         if plan.owners is not None:  # before anything starts: the forwarders read it
@@ -173,6 +176,23 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
         print(f"{PROG}: traffic of the job (--monitor {plan.monitor}):", file=sys.stderr)
         print(_monitoring.merge(plan.monitor), file=sys.stderr)
     return status
+
+
+def _check_interfaces(config: _config.Config) -> None:
+    """ConfigError naming the key path of an interface this host lacks where it is used here.
+
+    A missing NIC otherwise surfaces only inside MPI, as peers that cannot reach each other.
+    """
+    here = {name for _, name in socket.if_nameindex()}
+    # not behind a wrapper: `ip netns exec NS` runs it where other interfaces are
+    wanted = [(f"clusters.{c.name}.interface", c.interface) for c in config.clusters
+              if c.interface and not c.wrapper and all(h.name == LOCALHOST for h in c.hosts)]
+    wanted += [(f"zipper[{i}].interfaces.{c}", nic) for i, z in enumerate(config.zipper)
+               if z.host == LOCALHOST and not z.wrapper for c, nic in z.interfaces.items()]
+    for path, nic in wanted:
+        if nic not in here:
+            raise _config.ConfigError(path, f"this host has no network interface {nic!r} "
+                                            f"(it has {', '.join(sorted(here))})")
 
 
 if __name__ == "__main__":

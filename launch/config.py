@@ -14,7 +14,8 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
         interfaces: {low: null, high: null}   # NIC on each subnet: both or neither
         wrapper: []              # put before the job's command line: [ip, netns, exec, zip]
         cpus: []                 # bind forwarder k of this node to CPU cpus[k mod len] (Hydra
-                                 # `-bind-to user:`); empty: not bound. On a host it shares
+                                 # `-bind-to user:`, Open MPI a rankfile's `slot=`); empty:
+                                 # not bound. On a host it shares
                                  # with ranks, away from the leaders (see plan.py)
     clusters:                    # both `low` and `high` are required
       low:
@@ -25,7 +26,8 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
         oversubscribe: false     # allow more ranks than slots (physical cores for paired)
         sockets: null            # default host shape for `paired` (both or neither)
         cores_per_socket: null
-        interface: null          # network device of this cluster (sets UCX_NET_DEVICES)
+        interface: null          # network device of this cluster (sets UCX_NET_DEVICES, and
+                                 # on Open MPI btl_tcp_if_include); checked where it is local
         wrapper: []              # put before the job's command line
         env: {}                  # extra environment for this cluster's ranks
       high: {ranks: 2}

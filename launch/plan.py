@@ -149,10 +149,14 @@ class Plan:
     owners: tuple[str, ...] | None = None  # a rank map: mmpi-run writes rv.LAYOUT_FILE
     monitor: str | None = None  # the ranks write their counters here; merged after the run
     dvm: Launch | None = None  # Open MPI: the PRRTE DVM every job runs in, started first
+    # name -> text of the files the runner writes in the rendezvous directory before any
+    # launch (Open MPI's rankfiles and hostfiles)
+    files: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launches", tuple(self.launches))
         object.__setattr__(self, "layouts", tuple(self.layouts))
+        object.__setattr__(self, "files", MappingProxyType(dict(self.files)))
         names = [launch.name for launch in self.launches]
         if len(set(names)) != len(names):
             raise ValueError(f"launch names must be unique, got {names}")
@@ -178,6 +182,9 @@ class Plan:
         if self.dvm is not None:
             parts.insert(1, "before them, the Open MPI DVM they all run in (stopped last):\n"
                          + self.dvm.describe())
+        for name, text in self.files.items():
+            parts.append(f"file {name} in the rendezvous directory, written first:\n"
+                         + "\n".join(f"    {line}" for line in text.splitlines()))
         if self.layouts:
             policies = ", ".join(f"{x.cluster} {x.placement}" for x in self.layouts)
             parts += [f"rank map (placement: {policies}):", _placement.describe(self.layouts)]
@@ -196,15 +203,21 @@ class Plan:
 
 def _busiest_host(config: Config, layouts) -> tuple[int, int]:
     """Ranks, and ranks and forwarders, on the host that runs the most processes."""
-    ranks: dict[str, int] = {}
+    procs = _processes_per_host(config, layouts)
+    host = max(procs, key=procs.__getitem__)
+    ranks = sum(1 for layout in layouts for place in layout.places if place.host == host)
+    return ranks, procs[host]
+
+
+def _processes_per_host(config: Config, layouts) -> dict[str, int]:
+    """Host -> the ranks and forwarders the run puts there, hosts in the order first named."""
+    count: dict[str, int] = {}
     for layout in layouts:
         for place in layout.places:
-            ranks[place.host] = ranks.get(place.host, 0) + 1
-    procs = dict(ranks)
+            count[place.host] = count.get(place.host, 0) + 1
     for zipper in config.zipper:
-        procs[zipper.host] = procs.get(zipper.host, 0) + zipper.forwarders
-    host = max(procs, key=procs.__getitem__)
-    return ranks.get(host, 0), procs[host]
+        count[zipper.host] = count.get(zipper.host, 0) + zipper.forwarders
+    return count
 
 
 def make_plan(
@@ -235,23 +248,32 @@ def make_plan(
     launches: list[Launch] = []
     ompi = mpi == _openmpi.OPENMPI
     base = _openmpi.prefix_env(config.launcher.command, environ) if ompi else {}
-    if ompi:
-        _refuse_on_openmpi(config, layouts)
+    files: dict[str, str] = {}  # Open MPI's rankfiles and hostfiles (_openmpi Rule 4)
 
     index = 0
     for zipper in config.zipper:
         env: dict[str, str] = {**base, **transport}
         if zipper.interfaces:
             # One UCX port then advertises exactly the two subnets' NICs.
-            env[NET_DEVICES] = ",".join(dict.fromkeys(zipper.interfaces[c] for c in rv.CLUSTERS))
+            nics = [zipper.interfaces[c] for c in rv.CLUSTERS]
+            env[NET_DEVICES] = ",".join(dict.fromkeys(nics))
+            if ompi:
+                env.update(_openmpi.tcp_nics(nics))
         env.update(config.env)
         env[rv.ENV_RENDEZVOUS] = rendezvous
         hosts = [] if zipper.host == LOCALHOST else ["-hosts", zipper.host]
         for k in range(zipper.forwarders):
-            bind = ["-bind-to", f"user:{zipper.cpus[k % len(zipper.cpus)]}"] if zipper.cpus else []
-            dvm = _openmpi.job_args(rendezvous, env) if ompi else []
+            cpu = zipper.cpus[k % len(zipper.cpus)] if zipper.cpus else None
+            if ompi:
+                dvm = _openmpi.job_args(rendezvous, env)
+                where, more = _openmpi.forwarder_mapping(f"fwd{index}", zipper.host, cpu,
+                                                         rendezvous)
+                files.update(more)
+            else:
+                dvm, where = [], [*hosts, *(["-bind-to", f"user:{cpu}"] if cpu is not None
+                                            else [])]
             argv = [
-                *zipper.wrapper, *launcher, *dvm, "-n", "1", *hosts, *bind,
+                *zipper.wrapper, *launcher, *dvm, "-n", "1", *where,
                 python, "-m", "forwarder",
                 "--rendezvous", rendezvous, "--index", str(index), "--connect-timeout", timeout,
             ]  # fmt: skip
@@ -265,6 +287,8 @@ def make_plan(
                **transport}
         if cluster.interface:
             env[NET_DEVICES] = cluster.interface
+            if ompi:
+                env.update(_openmpi.tcp_nics([cluster.interface]))
         env.update(config.env)
         env.update(cluster.env)
         env.update(
@@ -285,7 +309,9 @@ def make_plan(
                        MMPI_HOST_PROCS=str(host_procs))
         if ompi:  # the ranks mark their output (_openmpi Rule 3)
             env[_openmpi.ENV_OUTPUT_MARK] = "1"
-            mpirun = [*_openmpi.job_args(rendezvous, env), "-n", str(cluster.ranks)]
+            where, more = _openmpi.cluster_mapping(layout, rendezvous)
+            files.update(more)
+            mpirun = [*_openmpi.job_args(rendezvous, env), "-n", str(cluster.ranks), *where]
         else:
             mpirun = ["-n", str(cluster.ranks), *layout.hydra_args,
                       "-prepend-pattern", PREPEND_PATTERN]
@@ -299,22 +325,12 @@ def make_plan(
         )  # fmt: skip
     dvm = None
     if ompi:
-        dvm = Launch(DVM, DVM, _openmpi.dvm_argv(config.launcher.command, rendezvous, environ),
-                     {**base, **config.env})
-    return Plan(tuple(launches), layouts, config.owners, config.monitor, dvm)
-
-
-def _refuse_on_openmpi(config: Config, layouts) -> None:
-    """What Open MPI jobs cannot do yet, refused by name (_openmpi Rule 4)."""
-    for i, zipper in enumerate(config.zipper):
-        if zipper.host != LOCALHOST:
-            raise ConfigError(f"zipper[{i}].host", _openmpi.refuse("a remote host"))
-        if zipper.cpus:
-            raise ConfigError(f"zipper[{i}].cpus", _openmpi.refuse("binding"))
-    for cluster, layout in zip(config.clusters, layouts, strict=True):
-        if layout.hydra_args:
-            raise ConfigError(f"clusters.{cluster.name}", _openmpi.refuse(
-                "hosts other than this one, or binding (placement: paired)"))
+        # placed jobs need the slots they name, in a DVM spanning their hosts (Rule 4)
+        procs = _processes_per_host(config, layouts)
+        spans = procs if files or set(procs) != {LOCALHOST} else None
+        dvm = Launch(DVM, DVM, _openmpi.dvm_argv(config.launcher.command, rendezvous, environ,
+                                                 spans), {**base, **config.env})
+    return Plan(tuple(launches), layouts, config.owners, config.monitor, dvm, files)
 
 
 def _prepend_path(first: str, rest: str) -> str:

@@ -223,6 +223,8 @@ def run(
     dvm = None
     try:
         watch = _start_watch(plan, rendezvous)
+        for name, text in plan.files.items():  # what the launches name (rankfiles)
+            (rendezvous / name).write_text(text)
         if plan.dvm is not None:  # Open MPI: every job goes into it (_openmpi)
             try:
                 dvm = _dvm.start(plan.dvm, rendezvous)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -83,11 +84,33 @@ def test_ring_runs_in_a_dvm_of_its_own(ompi, tmp_path):
 
 
 @pytest.mark.timeout(300)
-def test_point_to_point_semantics(ompi):
-    job = _mmpi_run(ompi, "--low", "1", "--high", "3", "python",
+def test_point_to_point_semantics_on_named_hosts_and_interfaces(ompi, tmp_path):
+    # this host under its own name is a host the DVM must span (a hostfile, --map-by seq),
+    # and the loopback the one NIC Open MPI's TCP transport may use
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(
+        f"clusters:\n  low: {{ranks: 1, hosts: ['{socket.gethostname()}'], interface: lo}}\n"
+        "  high: {ranks: 3, interface: lo, oversubscribe: true}\n"
+        "zipper:\n  - interfaces: {low: lo, high: lo}\n")
+    dry = _mmpi_run(ompi, "--dry-run", "-c", str(job_file), "python", "x.py")
+    assert "file hostfile.low" in dry.stdout and "OMPI_MCA_btl_tcp_if_include" in dry.stdout
+    job = _mmpi_run(ompi, "-c", str(job_file), "python",
                     str(ROOT / "tests" / "mpi" / "progs" / "p2p_suite.py"))
     assert job.returncode == 0, job.output[-3000:]
     assert job.stdout.count("P2P OK") == 4, job.output[-3000:]
+
+
+@pytest.mark.timeout(300)
+def test_paired_ranks_and_the_forwarder_are_bound_as_on_mpich(ompi):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs 2 CPUs, as the suite does")
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "--placement", "paired",
+                    "--forwarder-cpus", "1", "python",
+                    str(ROOT / "tests" / "mpi" / "progs" / "affinity.py"))
+    assert job.returncode == 0, job.output[-3000:]
+    got = dict(re.findall(r"vrank (\d) cpus \[([\d, ]+)\] forwarder cpus \[1\]$",
+                          job.stdout, re.M))
+    assert got == {"0": "0", "1": "1", "2": "0", "3": "1"}, job.output[-3000:]
 
 
 @pytest.mark.timeout(300)

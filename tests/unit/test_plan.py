@@ -539,25 +539,11 @@ def test_progress_reaches_the_ranks_with_the_busiest_hosts_load():
             if launch.role == CLUSTER} == {"off"}
 
 
-def test_open_mpi_jobs_go_into_one_dvm_with_their_environment_named():
-    config = with_overrides(load())
-    plan = make_plan(config, ["python", "prog.py"], DIR, python=PY, machine=MACHINE,
-                     environ={"PATH": "/nowhere"}, mpi="openmpi")
-    assert plan.dvm is not None and plan.dvm.argv[1:] == (
-        "--report-uri", f"{DIR}/dvm.uri", "--report-pid", f"{DIR}/dvm.pid")
-    assert "before them, the Open MPI DVM" in plan.describe()
-    for launch in plan.launches:
-        argv = list(launch.argv)
-        assert argv[:4] == ["mpiexec", "--dvm", f"file:{DIR}/dvm.uri", "--oversubscribe"]
-        named = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
-        assert named == set(launch.env), launch.name  # the DVM's processes get only these
-        assert "-prepend-pattern" not in argv
-    low = plan.clusters[0]
-    assert low.env["MMPI_OUTPUT_MARK"] == "1" and low.argv[-2:] == ("python", "prog.py")
-
-
-def test_open_mpi_refuses_what_it_cannot_do_yet_by_key_path():
-    with pytest.raises(ConfigError, match=r"zipper\[0\]\.cpus: binding is not supported with "
-                                          "Open MPI yet"):
-        config = with_overrides(load(), forwarder_cpus=[1])
-        make_plan(config, ["python", "p.py"], DIR, python=PY, machine=MACHINE, mpi="openmpi")
+def test_an_interface_this_host_lacks_is_named_before_anything_starts(tmp_path, capsys):
+    job = tmp_path / "job.yaml"
+    job.write_text("clusters:\n  low: {ranks: 1}\n  high: {ranks: 1}\n"
+                   "zipper:\n  - interfaces: {low: lo, high: nosuchnic0}\n")
+    assert main(["-c", str(job), "python", "prog.py"]) == 1
+    err = capsys.readouterr().err
+    assert "zipper[0].interfaces.high: this host has no network interface 'nosuchnic0'" in err
+    assert "lo" in err.split("(it has ")[1]

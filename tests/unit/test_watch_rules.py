@@ -337,3 +337,10 @@ def test_the_runner_ends_a_job_whose_rank_left(tmp_path, capsys):
     assert "mmpi-run: rank 3 (high:1, pid " in err
     assert "left without finalizing: os._exit or a crash; stopping the other jobs" in err
     assert not rdv.exists()
+
+
+def test_a_forwarder_killed_by_a_signal_is_no_consequence_of_a_rank_that_crashed_with_it():
+    # UCX aborts a rank whose peer vanished mid-copy: it may be seen leaving first
+    fwd = Departure(-1, W.FORWARDER, 0, 77, 1.1)
+    r = report("forwarder 'fwd0' (pid 77)", "was killed by signal 9 (SIGKILL)", DIRECT)
+    assert explain([D2, fwd], r, SHOWN) == (r.lines, 137, r.headline, SHOWN)
