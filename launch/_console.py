@@ -64,17 +64,22 @@ class _Stream:
     """One process's stream: where it is in a traceback, and what is held back."""
 
     state: int = _NORMAL
-    held: list[tuple[int, str, str]] = field(default_factory=list)  # (arrival, label, text)
+    # (arrival, label, text, a launcher's notice: never shown as the cause's words)
+    held: list[tuple[int, str, str, bool]] = field(default_factory=list)
+    notice: bool = False  # the line is_noise just held is a launcher's notice
 
     def is_noise(self, text: str, from_mpiexec: bool) -> bool:
+        self.notice = False
         if self.state == _ABORTING:  # MPI_Abort was called: the rest is its last words
             return True
         if self.state == _IN_BOX:
             if _OMPI_BOX.fullmatch(text):
                 self.state = _NORMAL
+            self.notice = True
             return True
         if from_mpiexec and _OMPI_BOX.fullmatch(text):
             self.state = _IN_BOX
+            self.notice = True
             return True
         if self.state == _IN_TRACEBACK:
             if text and not text[0].isspace() and text != _TRACEBACK and text not in _CHAINED:
@@ -121,7 +126,7 @@ class Console:
             state = self._streams.setdefault((source, stream), _Stream())
             if state.is_noise(text, from_mpiexec):
                 self._arrivals += 1
-                state.held.append((self._arrivals, label, text))
+                state.held.append((self._arrivals, label, text, state.notice))
                 return
             self._flush(stream, state.held)  # it carried on: what it said before was no end
             self._show(stream, label + text)
@@ -134,11 +139,11 @@ class Console:
             self._show("stderr", line)
 
     def show(self, source: Source) -> None:
-        """Show what `source` (the cause) has held back but Hydra's banner and Abort notices."""
+        """Show what `source` (the cause) has held back but the launchers' notices."""
         with self._lock:
             for (src, stream), state in sorted(self._streams.items(), key=_first_held):
                 if src == source:
-                    kept = [x for x in state.held if not _BANNER.fullmatch(x[2])]
+                    kept = [x for x in state.held if not (x[3] or _BANNER.fullmatch(x[2]))]
                     self._flush(stream, [x for x in kept if not _ABORT.match(x[2])])
                     state.held.clear()
 
@@ -148,7 +153,7 @@ class Console:
             held = sorted(
                 (n, stream, label + text)
                 for (_, stream), state in self._streams.items()
-                for n, label, text in state.held
+                for n, label, text, _ in state.held
             )
             for _, stream, line in held:
                 self._show(stream, line)
@@ -161,8 +166,8 @@ class Console:
             for state in self._streams.values():
                 state.held.clear()
 
-    def _flush(self, stream: str, held: list[tuple[int, str, str]]) -> None:
-        for _, label, text in held:
+    def _flush(self, stream: str, held: list[tuple[int, str, str, bool]]) -> None:
+        for _, label, text, _ in held:
             self._show(stream, label + text)
         held.clear()
 

@@ -137,6 +137,22 @@ def test_a_failing_rank_is_named_and_the_job_ends(ompi, tmp_path):
 
 
 @pytest.mark.timeout(300)
+def test_a_killed_rank_and_a_sys_exit_are_named(ompi):
+    faults = str(ROOT / "tests" / "mpi" / "progs" / "faults.py")
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python", faults, "exit", "2",
+                    timeout=60)
+    assert job.returncode == 3, job.output[-3000:]
+    assert "mmpi-run: rank 2 (high:0, pid" in job.stderr and "called sys.exit(3)" in job.stderr
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python", faults, "kill", "1",
+                    timeout=60)
+    # PRRTE does not tell mpirun the signal that killed a rank of a DVM job: the rank watch
+    # names the rank, with status 1
+    assert job.returncode == 1, job.output[-3000:]
+    assert re.search(r"mmpi-run: rank 1 \(low:1, pid \d+\) left without finalizing",
+                     job.stderr), job.output[-3000:]
+
+
+@pytest.mark.timeout(300)
 def test_a_killed_forwarder_fails_the_job_promptly(ompi):
     t0 = time.monotonic()
     marker = f"fault-{os.getpid()}-ompi"

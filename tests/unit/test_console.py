@@ -133,3 +133,14 @@ def test_open_mpi_notices_are_held_back_but_logged(capsys):
     console.drop()  # the job failed: its report stands for them
     assert capsys.readouterr() == ("", "")
     assert "prte has exited" in log.getvalue() and "*** An error" in log.getvalue()
+
+
+def test_a_failed_jobs_own_lines_are_shown_but_not_open_mpis_box(capsys):
+    # a job blamed as a whole (its ranks said nothing mmpi-run could pin on one of them)
+    console = Console(io.StringIO())
+    dashes = "-" * 74
+    say(console, "low", None, [*TRACEBACK, dashes, "prte detected that one or more processes",
+                               "   Exit code:    1", dashes], mpiexec=True)
+    assert capsys.readouterr().err == ""
+    console.show(("low", None))
+    assert capsys.readouterr().err.splitlines() == [f"[low] {t}" for t in TRACEBACK]
