@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -38,15 +37,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO
 
 from mmpi.errors import MMPIError
 
-from . import _diagnose, _dvm, _status, hygiene
+from . import _diagnose, _dvm, _readers, _status, hygiene
 from . import _watch as rank_watch
 from ._console import Console, keep_log, open_log
 from ._diagnose import Evidence, JobEnd
-from .plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
+from .plan import CLUSTER, FORWARDER, Launch, Plan
 
 POLL_INTERVAL = 0.05  # seconds between checks of the jobs; 2 cores, so never spin
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
@@ -59,10 +58,6 @@ READER_GRACE = 2.0  # seconds to drain output after the jobs are gone
 FAILURE_GRACE = 1.0  # seconds the other jobs get to fail by themselves after the first failure
 LOG_FILE = "output.log"  # in the rendezvous directory, unless the caller names a log
 
-_MARK = CHUNK_MARK.encode()
-_CHUNK_HEAD = re.compile(rb"\[(\d+)\] ")
-
-
 class LaunchError(MMPIError, RuntimeError):
     """A job could not be started."""
 
@@ -73,83 +68,6 @@ class _Terminated(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
-
-
-class _Line(NamedTuple):
-    """One whole line of a job's output, before it is written."""
-
-    label: str  # "[fwd0] ", "[low:1 v1] ", "[low] "
-    text: str  # without the newline
-    maybe_mpiexec: bool  # not known to come from a rank: could be mpiexec's own message
-    rank: int | None = None  # the local rank that printed it, when known
-
-
-class _Labeller:
-    """Label each line of one process's output with its name (forwarders)."""
-
-    def __init__(self, name: str) -> None:
-        self._label = f"[{name}] "
-
-    def feed(self, raw: bytes) -> list[_Line]:
-        """Take one line of the raw stream (it ends in a newline except at EOF)."""
-        return [_Line(self._label, raw.decode(errors="replace").removesuffix("\n"), True)]
-
-    def flush(self) -> list[_Line]:
-        """Return the unfinished lines, at EOF: none, feed() had whole lines."""
-        return []
-
-
-class _RankDemux:
-    """Rebuild whole per-rank lines from Hydra's chunk-prefixed output of one cluster job.
-
-    Hydra writes ``MARK[k] `` before every chunk a rank wrote and after every newline inside
-    a chunk, and chunks of different ranks may follow each other in mid-line. So: split on
-    MARK, give each piece to the rank its head names, and keep a partial line per rank.
-    Text with no head at the start of a line is mpiexec's own (labelled ``[cluster] ``).
-    """
-
-    def __init__(self, cluster: str, first_vrank: int = 0, vranks: Sequence[int] = ()) -> None:
-        self._cluster = cluster
-        self._first_vrank = first_vrank
-        self._vranks = tuple(vranks)  # of each local rank, under a rank map
-        self._partial: dict[int | None, bytes] = {}
-
-    def feed(self, raw: bytes) -> list[_Line]:
-        """Take one line of the raw stream (it ends in a newline except at EOF)."""
-        out: list[_Line] = []
-        pieces = raw.split(_MARK)
-        rank: int | None = None
-        self._add(rank, pieces[0], out)
-        for piece in pieces[1:]:
-            head = _CHUNK_HEAD.match(piece)
-            if head:
-                rank, piece = int(head[1]), piece[head.end() :]
-            else:
-                piece = _MARK + piece  # the program printed the mark byte itself
-            self._add(rank, piece, out)
-        return out
-
-    def flush(self) -> list[_Line]:
-        """Return the unfinished lines, at EOF."""
-        out = [self._line(rank, data) for rank, data in self._partial.items()]
-        self._partial.clear()
-        return out
-
-    def _add(self, rank: int | None, data: bytes, out: list[_Line]) -> None:
-        if not data:
-            return
-        data = self._partial.pop(rank, b"") + data
-        *lines, rest = data.split(b"\n")
-        out.extend(self._line(rank, line) for line in lines)
-        if rest:
-            self._partial[rank] = rest
-
-    def _line(self, rank: int | None, data: bytes) -> _Line:
-        text = data.decode(errors="replace")
-        if rank is None:
-            return _Line(f"[{self._cluster}] ", text, True)
-        vrank = self._vranks[rank] if rank < len(self._vranks) else self._first_vrank + rank
-        return _Line(f"[{self._cluster}:{rank} v{vrank}] ", text, False, rank)
 
 
 @dataclass
@@ -398,12 +316,7 @@ def _stdin_for(launch: Launch) -> int | None:
 def _start_readers(job: _Job, output: Console) -> None:
     launch, proc = job.launch, job.proc
     for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-        if launch.role == CLUSTER:
-            labeller: _Labeller | _RankDemux = _RankDemux(
-                launch.name, launch.first_vrank, launch.vranks
-            )
-        else:
-            labeller = _Labeller(launch.name)
+        labeller = _readers.for_launch(launch)
         reader = threading.Thread(
             target=_pump,
             args=(pipe, stream, labeller, output, job),
@@ -417,11 +330,11 @@ def _start_readers(job: _Job, output: Console) -> None:
 def _pump(
     pipe: IO[bytes],
     stream: str,
-    labeller: _Labeller | _RankDemux,
+    labeller: _readers.Reader,
     output: Console,
     job: _Job,
 ) -> None:
-    def emit(lines: list[_Line]) -> None:
+    def emit(lines: list[_readers.Line]) -> None:
         for line in lines:
             job.evidence.feed(line.rank, line.text, stream)
             source = (job.launch.name, line.rank)

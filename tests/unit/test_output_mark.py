@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from launch.runner import _RankDemux
+from launch._readers import RankDemux
 from mmpi.wire import rendezvous as rv
 
 sys.path.insert(0, rv.startup_dir())
@@ -23,7 +23,7 @@ def test_every_write_and_every_line_in_it_starts_with_the_mark():
     data = os.read(r, 1000)
     os.close(r)
     assert data == b"\x1f[3] one\n\x1f[3] two\x1f[3]  and\n"
-    reader = _RankDemux("high", 2)  # what mmpi-run makes of it: whole lines, by rank
+    reader = RankDemux("high", 2)  # what mmpi-run makes of it: whole lines, by rank
     lines = [x for raw in data.splitlines(keepends=True) for x in reader.feed(raw)]
     assert [(x.label, x.text) for x in lines] == [("[high:3 v5] ", "one"),
                                                   ("[high:3 v5] ", "two and")]

@@ -17,7 +17,7 @@ from launch.cli import main
 from launch.config import ConfigError, load, loads, parse, with_overrides
 from launch.hygiene import Pids
 from launch.plan import make_plan
-from launch.runner import _RankDemux
+from launch._readers import RankDemux
 from mmpi.errors import BridgeError
 from mmpi.wire import rendezvous as rv
 
@@ -177,7 +177,7 @@ def test_cli_refuses_bad_maps(tmp_path, capsys, low, high, message):
 
 # -- output labels and diagnosis by virtual rank --------------------------------------------------
 def test_labels_name_the_virtual_rank_of_each_local_rank():
-    demux = _RankDemux("low", 1, (1, 2, 4))
+    demux = RankDemux("low", 1, (1, 2, 4))
     lines = [x for raw in (f"{M}[0] a\n", f"{M}[2] b\n") for x in demux.feed(raw.encode())]
     assert [x.label + x.text for x in lines] == ["[low:0 v1] a", "[low:2 v4] b"]
 
