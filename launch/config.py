@@ -73,7 +73,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -81,32 +81,28 @@ from types import MappingProxyType
 
 import yaml
 
-from mmpi.errors import MMPIError
 from mmpi.wire.rendezvous import CLUSTERS
 from mmpi.wire import text as textfile
 
+from ._checks import (
+    ConfigError,
+    a_list,
+    boolean,
+    env_mapping,
+    mapping,
+    optional_str,
+    positive_int,
+    positive_number,
+    show,
+    wrapper,
+)
 from ._hosts import HostsError, parse_hostfile, slurm_hosts
 
 ROOT = "top level"
 DEFAULT_SOURCE = "<default job>"
-RESERVED_ENV_PREFIX = "MMPI_"
 PLACEMENTS = ("block", "paired")
 TRANSPORTS = ("tcp",)
 SLURM = "slurm"  # `hosts: slurm`
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class ConfigError(MMPIError, ValueError):
-    """The job description is invalid; the message names the file and the key path."""
-
-    def __init__(self, path: str, problem: str, *, source: str | None = None) -> None:
-        self.path = path
-        self.problem = problem
-        self.source = source
-        parts = [p for p in (source, path) if p]
-        super().__init__(": ".join([*parts, problem]))
-
 
 def _empty_env() -> Mapping[str, str]:
     return MappingProxyType({})
@@ -261,13 +257,13 @@ def parse(
         raise ConfigError(ROOT, "expected a mapping, got an empty document")
     keys = {"launcher", "transport", "zipper", "clusters", "env", "timeouts", "mpi4py_hook",
             "rank_map", "monitor", "progress"}
-    top = _mapping(data, ROOT, keys, {"clusters"})
-    clusters = _mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
+    top = mapping(data, ROOT, keys, {"clusters"})
+    clusters = mapping(top["clusters"], "clusters", set(CLUSTERS), set(CLUSTERS))
     environ = os.environ if environ is None else environ
     transport = top.get("transport")
     if transport is not None and transport not in TRANSPORTS:
         raise ConfigError(
-            "transport", f"expected one of {list(TRANSPORTS)} or null, got {_show(transport)}"
+            "transport", f"expected one of {list(TRANSPORTS)} or null, got {show(transport)}"
         )
     low = _cluster(clusters["low"], "low", base_dir, environ)
     high = _cluster(clusters["high"], "high", base_dir, environ)
@@ -277,10 +273,10 @@ def parse(
         high=high,
         launcher=_launcher(top.get("launcher", {}), "launcher"),
         zipper=_zippers(top.get("zipper", [{}]), "zipper"),
-        env=_env(top.get("env", {}), "env"),
+        env=env_mapping(top.get("env", {}), "env"),
         timeouts=_timeouts(top.get("timeouts", {}), "timeouts"),
         transport=transport,
-        mpi4py_hook=_bool(top.get("mpi4py_hook", True), "mpi4py_hook"),
+        mpi4py_hook=boolean(top.get("mpi4py_hook", True), "mpi4py_hook"),
         source=source,
         owners=owners,
         rank_map="rank_map" if owners is not None else None,
@@ -297,7 +293,7 @@ def _progress(value: object, path: str) -> str:
     if value is False:
         value = "off"
     if not isinstance(value, str) or value not in PROGRESS_MODES:
-        raise ConfigError(path, f"expected one of {list(PROGRESS_MODES)}, got {_show(value)}")
+        raise ConfigError(path, f"expected one of {list(PROGRESS_MODES)}, got {show(value)}")
     return value
 
 
@@ -322,17 +318,17 @@ def with_overrides(
     ``--high``) and ``--monitor`` (a directory, relative to the current one).
     """
     if mpi4py_hook is not None:
-        hook = _bool(mpi4py_hook, "mpi4py_hook (from --no-mpi4py-hook)")
+        hook = boolean(mpi4py_hook, "mpi4py_hook (from --no-mpi4py-hook)")
         config = dataclasses.replace(config, mpi4py_hook=hook)
     if low is not None:
-        ranks = _positive_int(low, "clusters.low.ranks (from --low)")
+        ranks = positive_int(low, "clusters.low.ranks (from --low)")
         config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=ranks))
     if high is not None:
-        ranks = _positive_int(high, "clusters.high.ranks (from --high)")
+        ranks = positive_int(high, "clusters.high.ranks (from --high)")
         config = dataclasses.replace(config, high=dataclasses.replace(config.high, ranks=ranks))
     if forwarders is not None:
         path = "zipper[0].forwarders (from --forwarders)"
-        config = _single_zipper(config, path, "forwarders", _positive_int(forwarders, path))
+        config = _single_zipper(config, path, "forwarders", positive_int(forwarders, path))
     if placement is not None:
         _placement_of(placement, "clusters.low.placement (from --placement)")  # both alike
         config = dataclasses.replace(
@@ -395,8 +391,8 @@ def _cluster(
     value: object, name: str, base_dir: Path | None, environ: Mapping[str, str]
 ) -> Cluster:
     path = f"clusters.{name}"
-    m = _mapping(value, path, _CLUSTER_KEYS, {"ranks"})
-    hostfile = _optional_str(m.get("hostfile"), f"{path}.hostfile", "a file name", spaces=True)
+    m = mapping(value, path, _CLUSTER_KEYS, {"ranks"})
+    hostfile = optional_str(m.get("hostfile"), f"{path}.hostfile", "a file name", spaces=True)
     if hostfile is not None:
         if m.get("hosts") is not None:
             raise ConfigError(path, "give either 'hosts' or 'hostfile', not both")
@@ -411,16 +407,16 @@ def _cluster(
     sockets, cores = _shape(m, path)
     return Cluster(
         name=name,
-        ranks=_positive_int(m["ranks"], f"{path}.ranks"),
+        ranks=positive_int(m["ranks"], f"{path}.ranks"),
         hosts=hosts,
         hostfile=hostfile,
-        interface=_optional_str(m.get("interface"), f"{path}.interface", "a device name"),
-        env=_env(m.get("env", {}), f"{path}.env"),
+        interface=optional_str(m.get("interface"), f"{path}.interface", "a device name"),
+        env=env_mapping(m.get("env", {}), f"{path}.env"),
         placement=placement,
-        oversubscribe=_bool(m.get("oversubscribe", False), f"{path}.oversubscribe"),
+        oversubscribe=boolean(m.get("oversubscribe", False), f"{path}.oversubscribe"),
         sockets=sockets,
         cores_per_socket=cores,
-        wrapper=_wrapper(m.get("wrapper", []), f"{path}.wrapper"),
+        wrapper=wrapper(m.get("wrapper", []), f"{path}.wrapper"),
     )
 
 
@@ -432,8 +428,8 @@ def _shape(m: Mapping[str, object], path: str) -> tuple[int | None, int | None]:
     if sockets is None:
         return None, None
     return (
-        _positive_int(sockets, f"{path}.sockets"),
-        _positive_int(cores, f"{path}.cores_per_socket"),
+        positive_int(sockets, f"{path}.sockets"),
+        positive_int(cores, f"{path}.cores_per_socket"),
     )
 
 
@@ -465,36 +461,36 @@ def _slurm(environ: Mapping[str, str], path: str) -> tuple[Host, ...]:
 
 
 def _launcher(value: object, path: str) -> Launcher:
-    m = _mapping(value, path, {"command", "args", "mpi"})
-    command = _optional_str(m.get("command", "mpiexec"), f"{path}.command", "a command")
+    m = mapping(value, path, {"command", "args", "mpi"})
+    command = optional_str(m.get("command", "mpiexec"), f"{path}.command", "a command")
     if command is None:
         raise ConfigError(f"{path}.command", "expected a command, got null")
-    args = _list(m.get("args", []), f"{path}.args")
+    args = a_list(m.get("args", []), f"{path}.args")
     for i, arg in enumerate(args):
         if not isinstance(arg, str):
-            raise ConfigError(f"{path}.args[{i}]", f"expected a string, got {_show(arg)}")
+            raise ConfigError(f"{path}.args[{i}]", f"expected a string, got {show(arg)}")
     mpi = m.get("mpi", "auto")
     if mpi not in MPI_FLAVOURS:
         raise ConfigError(f"{path}.mpi", f"expected one of {', '.join(MPI_FLAVOURS)}, got "
-                          f"{_show(mpi)}")
+                          f"{show(mpi)}")
     return Launcher(command=command, args=tuple(args), mpi=mpi)
 
 
 def _zippers(value: object, path: str) -> tuple[Zipper, ...]:
-    items = _list(value, path)
+    items = a_list(value, path)
     if not items:
         raise ConfigError(path, "expected at least one zipper node, got an empty list")
     return tuple(_zipper(item, f"{path}[{i}]") for i, item in enumerate(items))
 
 
 def _zipper(value: object, path: str) -> Zipper:
-    m = _mapping(value, path, {"host", "forwarders", "interfaces", "wrapper", "cpus"})
+    m = mapping(value, path, {"host", "forwarders", "interfaces", "wrapper", "cpus"})
     nics = m.get("interfaces")
-    nics = _mapping({} if nics is None else nics, f"{path}.interfaces", set(CLUSTERS))
+    nics = mapping({} if nics is None else nics, f"{path}.interfaces", set(CLUSTERS))
     interfaces = {
         c: nic
         for c in CLUSTERS
-        if (nic := _optional_str(nics.get(c), f"{path}.interfaces.{c}", "a device name"))
+        if (nic := optional_str(nics.get(c), f"{path}.interfaces.{c}", "a device name"))
     }
     if len(interfaces) == 1:
         raise ConfigError(
@@ -504,16 +500,16 @@ def _zipper(value: object, path: str) -> Zipper:
         )
     return Zipper(
         host=_host(m.get("host", "localhost"), f"{path}.host"),
-        forwarders=_positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
+        forwarders=positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
         interfaces=MappingProxyType(interfaces),
-        wrapper=_wrapper(m.get("wrapper", []), f"{path}.wrapper"),
+        wrapper=wrapper(m.get("wrapper", []), f"{path}.wrapper"),
         cpus=_cpus(m.get("cpus", []), f"{path}.cpus"),
     )
 
 
 def _placement_of(value: object, path: str) -> str:
     if value not in PLACEMENTS:
-        raise ConfigError(path, f"expected one of {list(PLACEMENTS)}, got {_show(value)}")
+        raise ConfigError(path, f"expected one of {list(PLACEMENTS)}, got {show(value)}")
     return value
 
 
@@ -522,11 +518,11 @@ def _cpus(value: object, path: str, origin: str = "") -> tuple[int, ...]:
 
     `origin` (" (from --flag)") follows the key path in errors, after the item's index.
     """
-    items = _list([] if value is None else value, path + origin)
+    items = a_list([] if value is None else value, path + origin)
     for i, cpu in enumerate(items):
         if isinstance(cpu, bool) or not isinstance(cpu, int) or cpu < 0:
             raise ConfigError(
-                f"{path}[{i}]{origin}", f"expected a CPU number (0 or more), got {_show(cpu)}"
+                f"{path}[{i}]{origin}", f"expected a CPU number (0 or more), got {show(cpu)}"
             )
     return tuple(items)
 
@@ -545,7 +541,7 @@ def _rank_map(
     if not isinstance(value, Mapping):
         raise ConfigError(
             path, f"expected a rank map file or a mapping {{low: [...], high: [...]}}, got "
-            f"{_show(value)}"
+            f"{show(value)}"
         )
     data = {"version": VERSION, **value}  # inline, the version may be left out
     try:
@@ -561,7 +557,7 @@ def _rank_map_file(
     from place.errors import RankMapError
     from place.rankmap import load_rank_map
 
-    name = _optional_str(value, path, "a rank map file", spaces=True)
+    name = optional_str(value, path, "a rank map file", spaces=True)
     if name is None:
         raise ConfigError(path, "expected a rank map file, got null")
     if base_dir is not None:
@@ -574,79 +570,24 @@ def _rank_map_file(
 
 def _directory(value: object, path: str, base_dir: Path | None) -> str | None:
     """A directory mmpi-run writes to (made absolute against `base_dir`); None stays None."""
-    name = _optional_str(value, path, "a directory", spaces=True)
+    name = optional_str(value, path, "a directory", spaces=True)
     if name is None:
         return None
     return os.path.abspath(base_dir / name if base_dir is not None else name)
 
 
 def _timeouts(value: object, path: str) -> Timeouts:
-    m = _mapping(value, path, {"connect"})
-    return Timeouts(connect=_positive_number(m.get("connect", 60), f"{path}.connect"))
+    m = mapping(value, path, {"connect"})
+    return Timeouts(connect=positive_number(m.get("connect", 60), f"{path}.connect"))
 
 
-# -- checks: each takes the value and its key path -----------------------------------------------
-
-
-def _show(value: object) -> str:
-    """Describe an offending value the way it looked in the YAML."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _mapping(
-    value: object, path: str, allowed: Collection[str], required: Collection[str] = ()
-) -> dict[str, object]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"expected a mapping, got {_show(value)}")
-    for key in value:
-        if key not in allowed:
-            raise ConfigError(path, f"unknown key {key!r} (expected one of {sorted(allowed)})")
-    for key in sorted(required):
-        if key not in value:
-            raise ConfigError(path, f"missing required key {key!r}")
-    return dict(value)
-
-
-def _list(value: object, path: str) -> list[object]:
-    if not isinstance(value, list):
-        raise ConfigError(path, f"expected a list, got {_show(value)}")
-    return value
-
-
-def _positive_int(value: object, path: str) -> int:
-    # bool is an int in Python; `ranks: true` is a mistake, not 1.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(path, f"expected a positive integer, got {_show(value)}")
-    return value
-
-
-def _positive_number(value: object, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(path, f"expected a positive number of seconds, got {_show(value)}")
-    return value
-
-
-def _optional_str(value: object, path: str, what: str, *, spaces: bool = False) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value or (not spaces and any(c.isspace() for c in value)):
-        raise ConfigError(path, f"expected {what}, got {_show(value)}")
-    return value
+# -- host checks (the generic ones are _checks.py) ----------------------------------------------
 
 
 def _host(value: object, path: str) -> str:
     # A comma would silently split into two hosts in Hydra's `-hosts a,b`, a colon give slots.
     if not isinstance(value, str) or not value or any(c in ",:" or c.isspace() for c in value):
-        raise ConfigError(path, f"expected a host name, got {_show(value)}")
+        raise ConfigError(path, f"expected a host name, got {show(value)}")
     return value
 
 
@@ -655,66 +596,32 @@ _HOST_WITH_SLOTS = re.compile(r"([^:]+):(\d+)\Z")
 
 def _host_entry(value: object, path: str) -> Host:
     if isinstance(value, Mapping):
-        m = _mapping(value, path, {"name", "slots", "sockets", "cores_per_socket"}, {"name"})
+        m = mapping(value, path, {"name", "slots", "sockets", "cores_per_socket"}, {"name"})
         slots = m.get("slots")
         sockets, cores = _shape(m, path)
         return Host(
             _host(m["name"], f"{path}.name"),
-            None if slots is None else _positive_int(slots, f"{path}.slots"),
+            None if slots is None else positive_int(slots, f"{path}.slots"),
             sockets,
             cores,
             path=path,
         )
     if isinstance(value, str) and (m := _HOST_WITH_SLOTS.match(value)):
-        return Host(_host(m[1], path), _positive_int(int(m[2]), f"{path} (slots)"), path=path)
+        return Host(_host(m[1], path), positive_int(int(m[2]), f"{path} (slots)"), path=path)
     if not isinstance(value, str):
         raise ConfigError(
-            path, f"expected a host name, 'name:slots' or a mapping with 'name', got {_show(value)}"
+            path, f"expected a host name, 'name:slots' or a mapping with 'name', got {show(value)}"
         )
     return Host(_host(value, path), path=path)
 
 
 def _hosts(value: object, path: str) -> tuple[Host, ...]:
     if isinstance(value, str):
-        raise ConfigError(path, f"expected a list of hosts or '{SLURM}', got {_show(value)}")
-    items = _list(value, path)
+        raise ConfigError(path, f"expected a list of hosts or '{SLURM}', got {show(value)}")
+    items = a_list(value, path)
     if not items:
         raise ConfigError(path, "expected at least one host name, got an empty list")
     return tuple(_host_entry(h, f"{path}[{i}]") for i, h in enumerate(items))
-
-
-def _bool(value: object, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(path, f"expected true or false, got {_show(value)}")
-    return value
-
-
-def _wrapper(value: object, path: str) -> tuple[str, ...]:
-    items = _list(value, path)
-    for i, arg in enumerate(items):
-        if not isinstance(arg, str) or not arg:
-            raise ConfigError(f"{path}[{i}]", f"expected a non-empty string, got {_show(arg)}")
-    return tuple(items)  # type: ignore[arg-type]
-
-
-def _env(value: object, path: str) -> Mapping[str, str]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            path, f"expected a mapping of variable names to values, got {_show(value)}"
-        )
-    env: dict[str, str] = {}
-    for name, val in value.items():
-        key = f"{path}.{name}"
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
-            raise ConfigError(path, f"expected an environment variable name, got {_show(name)}")
-        if name.startswith(RESERVED_ENV_PREFIX):
-            raise ConfigError(key, f"variables named {RESERVED_ENV_PREFIX}* are set by mmpi-run")
-        # Numbers are accepted because `OMP_NUM_THREADS: 1` is what people write; booleans and
-        # null are not, since "True"/"None" is never what they meant.
-        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-            raise ConfigError(key, f"expected a string, got {_show(val)}")
-        env[name] = str(val)
-    return MappingProxyType(env)
 
 
 __all__ = [
