@@ -21,9 +21,12 @@ from setuptools.command.build_ext import build_ext
 
 
 class _BuildExt(build_ext):
-    """Always compile: a build directory left by an install for the other MPI (the checkout's
-    build/, reused by `pip install --no-build-isolation .`) would otherwise be taken as up to
-    date, and MPICH's objects linked against Open MPI (their handles differ)."""
+    """Always compile.
+
+    A build directory left by an install for the other MPI (the checkout's build/, reused by
+    `pip install --no-build-isolation .`) would otherwise be taken as up to date, and MPICH's
+    objects linked against Open MPI (their handles differ).
+    """
 
     def finalize_options(self) -> None:
         super().finalize_options()

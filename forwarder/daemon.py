@@ -19,10 +19,9 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from mmpi.wire import BridgeError
+from mmpi.wire import BridgeError, watch
 from mmpi.wire import protocol as P
 from mmpi.wire import rendezvous as R
-from mmpi.wire import watch
 from mmpi.wire.backoff import Backoff
 from mmpi.wire.knobs import env_float, env_int
 from mmpi.wire.layout import Layout

@@ -88,7 +88,7 @@ def optional_str(value: object, path: str, what: str, *, spaces: bool = False) -
 
 
 def boolean(value: object, path: str) -> bool:
-    """true or false."""
+    """A YAML boolean: true or false."""
     if not isinstance(value, bool):
         raise ConfigError(path, f"expected true or false, got {show(value)}")
     return value

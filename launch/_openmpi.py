@@ -87,7 +87,7 @@ def dvm_argv(command: str, rendezvous: str, environ: Mapping[str, str],
 
 
 def cluster_mapping(layout: Layout, rendezvous: str) -> tuple[list[str], dict[str, str]]:
-    """mpirun's options placing a cluster as `layout` says, and the files they name (Rule 4)."""
+    """The mpirun options placing a cluster as `layout` says, and the files they name (Rule 4)."""
     places = sorted(layout.places, key=lambda p: p.local)
     if any(p.socket is not None for p in places):
         name = f"rankfile.{layout.cluster}"
@@ -102,7 +102,7 @@ def cluster_mapping(layout: Layout, rendezvous: str) -> tuple[list[str], dict[st
 
 def forwarder_mapping(name: str, host: str, cpu: int | None,
                       rendezvous: str) -> tuple[list[str], dict[str, str]]:
-    """mpirun's options placing forwarder `name` on `host`, bound to `cpu` if given (Rule 4)."""
+    """The mpirun options placing forwarder `name` on `host`, bound to `cpu` if given (Rule 4)."""
     if cpu is not None:
         file = f"rankfile.{name}"
         return _rankfile(rendezvous, file), {file: f"rank 0={host} slot={cpu}\n"}

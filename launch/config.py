@@ -81,8 +81,8 @@ from types import MappingProxyType
 
 import yaml
 
-from mmpi.wire.rendezvous import CLUSTERS
 from mmpi.wire import text as textfile
+from mmpi.wire.rendezvous import CLUSTERS
 
 from ._checks import (
     ConfigError,

@@ -69,7 +69,7 @@ from . import _openmpi, _placement
 from ._hosts import Machine, detect_machine
 from ._monitoring import MATRIX_FILE
 from ._placement import Layout
-from .config import Config, ConfigError
+from .config import Config
 
 FORWARDER = "forwarder"
 CLUSTER = "cluster"

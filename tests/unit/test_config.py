@@ -6,8 +6,6 @@ from __future__ import annotations
 import codecs
 import textwrap
 
-
-
 import pytest
 
 from launch.config import (

@@ -13,11 +13,11 @@ import pytest
 from launch import _monitoring
 from launch._diagnose import CLUSTER, Evidence, JobEnd, diagnose
 from launch._hosts import Machine
+from launch._readers import RankDemux
 from launch.cli import main
 from launch.config import ConfigError, load, loads, parse, with_overrides
 from launch.hygiene import Pids
 from launch.plan import make_plan
-from launch._readers import RankDemux
 from mmpi.errors import BridgeError
 from mmpi.wire import rendezvous as rv
 

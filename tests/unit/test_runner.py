@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from launch import hygiene
-from launch.plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 from launch._readers import Labeller, RankDemux
+from launch.plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 from launch.runner import LaunchError, run
 
 M = CHUNK_MARK  # what Hydra's -prepend-pattern puts before "[k] "
