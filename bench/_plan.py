@@ -59,8 +59,7 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
     one core (docs/performance.md, "Placement").
     """
     runs = []
-    # Open MPI (`native_env` not None: launch.openmpi_env): its own flags and environment;
-    # no across-jobs baseline outside a DVM
+    # Open MPI (`native_env` not None: launch.openmpi_env): its own flags and environment
     openmpi = native_env is not None
     native_flags = ("--oversubscribe",) if openmpi else ()
     native_env = native_env or ()
@@ -81,10 +80,9 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
         native_bind += native_flags
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
                         mine, native_env))
-        if group == "p2p" and not openmpi:  # the baseline between two jobs, as a forwarded
-            #                                 message travels
+        if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
             runs.append(Run("across", group,
-                            (python, "-m", "bench.across", mpiexec, *worker), mine))
+                            (python, "-m", "bench.across", mpiexec, *worker), mine, native_env))
         if group == "overlap":  # and with MPICH's own progress thread
             runs.append(Run("async", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
                             mine, ASYNC_ENV))
@@ -96,7 +94,7 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
 
 def describe_layouts(low: int, high: int, forwarders: int = 1,
                      pairs: int = DEFAULT_PAIRS, bind: bool = False,
-                     across: bool = True) -> dict[str, str]:
+                     dvm: bool = False) -> dict[str, str]:
     """One line per group saying which ranks the two figures come from."""
     fwd = "the forwarder" if forwarders == 1 else f"{forwarders} forwarders"
     fwds = f"{forwarders} forwarder{'s' if forwarders > 1 else ''}"
@@ -104,8 +102,8 @@ def describe_layouts(low: int, high: int, forwarders: int = 1,
             "i, the forwarders to the last cores)" if bind else ""
     return {
         "p2p": "native: 2 ranks of one mpiexec job; "
-               + ("across jobs: 2 one-rank mpiexec jobs joined by Comm_connect; " if across
-                  else "")
+               + "across jobs: 2 one-rank mpiexec jobs joined by Comm_connect"
+               + (" (in a DVM of their own, as Open MPI needs); " if dvm else "; ")
                + f"bridged: 1+1 ranks through {fwd} (vrank 0 <-> vrank 1){bound}",
         "world": f"native: {low + high} ranks of one mpiexec job; bridged: {low} low + {high} "
                  f"high ranks and {fwds}{bound}",

@@ -7,11 +7,13 @@ bridged figures against that too.
 
 ``python -m bench.across MPIEXEC WORKER...`` starts ``MPIEXEC -n 1 WORKER...`` twice;
 the workers find each other through a port file in a private temporary directory (named in
-``MMPI_BENCH_ACROSS``) and merge the intercommunicator into a 2-rank communicator.
+``MMPI_BENCH_ACROSS``) and merge the intercommunicator into a 2-rank communicator. On Open MPI
+both jobs run in a DVM started for them (Open MPI connects the jobs of one DVM only).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -19,6 +21,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from launch import DVMError, detect_mpi, openmpi_dvm
 
 ENV = "MMPI_BENCH_ACROSS"  # "<directory>:<accept|connect>"
 ROLES = ("accept", "connect")
@@ -56,9 +60,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m bench.across MPIEXEC WORKER...", file=sys.stderr)
         return 2
     mpiexec, worker = argv[0], argv[1:]
-    with tempfile.TemporaryDirectory(prefix="mmpi-bench-across-") as d:
+    with tempfile.TemporaryDirectory(prefix="mmpi-bench-across-") as d, \
+            contextlib.ExitStack() as stack:
         os.chmod(d, 0o700)
-        procs = [subprocess.Popen([mpiexec, "-n", "1", *worker],
+        dvm: list[str] = []
+        if detect_mpi(mpiexec) == "openmpi":  # Open MPI joins jobs of one DVM only
+            try:
+                dvm = stack.enter_context(openmpi_dvm(mpiexec, Path(d), {ENV: ""}))
+            except DVMError as exc:
+                print(f"across: {exc}", file=sys.stderr)
+                return 1
+        procs = [subprocess.Popen([mpiexec, *dvm, "-n", "1", *worker],
                                   env={**os.environ, ENV: f"{d}:{role}"}) for role in ROLES]
         try:
             while True:

@@ -220,16 +220,13 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
     mmpi_run = [*_mmpi_run_cmd(), "--forwarders", str(args.forwarders)]
     mpiexec = _mpiexec()
     openmpi = detect_mpi(mpiexec) == "openmpi"
-    if openmpi and "p2p" in {BENCHES[n].group for n in specs}:
-        _note(args, "Open MPI: no across-jobs baseline (two plain mpiexec jobs cannot connect "
-                    "outside a DVM)")
     runs = plan_runs(specs, args.low, args.high, worker_args(args),
                      mmpi_run=mmpi_run, mpiexec=mpiexec, pairs=args.pairs,
                      bind_cpus=_usable_cpus() if args.bind else (), forwarders=args.forwarders,
                      native_env=tuple(openmpi_env(mpiexec, os.environ).items()) if openmpi
                      else None)
     layouts = describe_layouts(args.low, args.high, args.forwarders, args.pairs, args.bind,
-                               across=not openmpi)
+                               dvm=openmpi)
     if args.dry_run:
         for run in runs:
             print(f"# {run.mode} {run.group}\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._dvm import DVMError
+from ._dvm import running as openmpi_dvm
 from ._openmpi import detect as detect_mpi
 from ._openmpi import prefix_env as openmpi_env
 from .config import Config, ConfigError, Host, load, with_overrides
@@ -13,7 +15,9 @@ __all__ = [
     "ConfigError",
     "Host",
     "Launch",
+    "DVMError",
     "detect_mpi",
+    "openmpi_dvm",
     "openmpi_env",
     "LaunchError",
     "Plan",

@@ -5,14 +5,16 @@ It is ready for jobs once it has reported its address; launch/_openmpi.py says w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from . import _openmpi, hygiene
-from .plan import Launch
+from .plan import DVM, Launch
 
 READY_TIMEOUT = 60.0  # seconds for prte to report its address (it is usually under one)
 STOP_GRACE = 10.0  # seconds between asking the DVM to stop and killing its process group
@@ -48,6 +50,23 @@ def start(launch: Launch, rendezvous: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+@contextlib.contextmanager
+def running(command: str, directory: Path, env: Mapping[str, str]) -> Iterator[list[str]]:
+    """A DVM of this host, started in `directory` and stopped on the way out.
+
+    Yields the options of launcher `command` for a job in it, the variables `env` the jobs add
+    to the DVM's environment named. For tools that join separately launched jobs on Open MPI
+    (mmpi-bench's across-jobs baseline).
+    """
+    base = _openmpi.prefix_env(command, os.environ)
+    launch = Launch(DVM, DVM, _openmpi.dvm_argv(command, str(directory), os.environ), base)
+    proc = start(launch, Path(directory))
+    try:
+        yield _openmpi.job_args(str(directory), {**base, **env})
+    finally:
+        stop(proc)
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """Stop the DVM: SIGTERM (prte ends its daemons and their jobs), then its group killed."""
     if proc.poll() is None:
@@ -75,4 +94,4 @@ def _tail(path: Path, lines: int = 6) -> str:
     return " | ".join(text) or "(no output)"
 
 
-__all__ = ["DVMError", "start", "stop"]
+__all__ = ["DVMError", "running", "start", "stop"]

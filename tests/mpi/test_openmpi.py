@@ -180,3 +180,16 @@ def test_a_killed_forwarder_fails_the_job_promptly(ompi):
     assert time.monotonic() - t0 < 30
     left = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
     assert not left.strip(), f"left behind: {left}"  # the DVM ended whatever was left
+
+
+@pytest.mark.timeout(300)
+def test_mmpi_bench_measures_all_three_paths(ompi):
+    # native, across two jobs (in a DVM bench.across starts for them) and bridged
+    job = _run(["mmpi-bench", "latency", "--sizes", "8", "--reps", "1", "--target-ms", "20"],
+               240, ompi, bridged=True, in_tmp=True)
+    assert job.returncode == 0, job.output[-3000:]
+    row = next(line.split() for line in job.stdout.splitlines() if line.startswith("8 "))
+    assert len(row) == 6 and all(float(x) > 0 for x in row[1:]), job.stdout  # 3 paths, 2 ratios
+    assert "in a DVM of their own" in job.stdout
+    left = subprocess.run(["pgrep", "-f", "bench.across"], capture_output=True, text=True)
+    assert not left.stdout.strip()

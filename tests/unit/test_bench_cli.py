@@ -95,6 +95,17 @@ def test_plan_runs_binds_native_ranks_and_bridged_ones_paired():
     assert not any("-bind-to" in r.argv or "--placement" in r.argv for r in unbound)
 
 
+def test_open_mpi_runs_carry_its_environment_and_the_across_baseline_too():
+    env = (("OPAL_PREFIX", "/ompi"),)
+    runs = cli.plan_runs({"latency": "latency=8"}, 1, 1, (), mmpi_run=RUN,
+                         mpiexec="/ompi/bin/mpiexec", python=PY, native_env=env)
+    assert [r.mode for r in runs] == ["native", "across", "bridged"]
+    assert "--oversubscribe" in runs[0].argv and runs[0].env == env
+    # bench.across starts a DVM for its two jobs; it needs Open MPI's environment as well
+    assert runs[1].argv[:4] == (PY, "-m", "bench.across", "/ompi/bin/mpiexec")
+    assert runs[1].env == env
+
+
 def test_plan_runs_skips_empty_groups():
     runs = cli.plan_runs({"barrier": "barrier"}, 2, 2, (), mmpi_run=RUN, mpiexec="mpiexec")
     assert [(r.mode, r.group) for r in runs] == [("native", "world"), ("bridged", "world")]
