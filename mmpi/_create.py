@@ -158,10 +158,10 @@ def group_parts(parent: Core, world_ranks: tuple[int, ...], tag: int, call: str)
     pair = _agree(parent, members, _T_CREATE_GROUP + tag) if len(members) > 1 else None
     if not _spans(parent, members):
         pair = None
-    local = parent.p2p.comm
     natives = [parent.p2p.local_of[r] for r in members if parent.p2p.local_of[r] >= 0]
-    group = local.Get_group().Incl(natives)
-    native = local.Create_group(group, tag)
+    group = parent.p2p.comm.Get_group().Incl(natives)
+    # on the engine's maker, a superset that nothing probes (Engine.maker)
+    native = parent.engine.maker.Create_group(group, tag)
     group.Free()
     return members, native, pair
 

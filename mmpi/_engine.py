@@ -73,6 +73,10 @@ class Engine:
                  eager_max: int, chunk: int, stripe_min: int) -> None:
         self.cluster = cluster
         self.local = local  # the cluster's own COMM_WORLD
+        # Native communicators are made on this one alone: nothing here probes it. Open MPI's
+        # Comm_create_group exchanges messages with the caller's tag on the parent's
+        # point-to-point context, where the contexts' ANY_TAG probes would take them.
+        self.maker = local.Dup()
         self.links = links  # (control, data) intercommunicator to each forwarder
         self.nfwd = len(links)
         self.layout = layout
@@ -472,6 +476,7 @@ class Engine:
         self.finalized = True
         for ctx in self.context_list:
             ctx.comm.Free()
+        self.maker.Free()
         for ctrl, data in self.links:
             data.Disconnect()
             ctrl.Disconnect()
