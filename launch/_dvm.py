@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -79,6 +82,19 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def remove_session_dirs(pids: list[int]) -> None:
+    """Remove what the jobs' launchers (`pids`, ours) left in the temporary directory.
+
+    An mpirun of a DVM that is stopped rather than finishing (mmpi-run interrupted, a job
+    killed after the grace period) leaves its session directory behind,
+    ``prterun.session.<host>.<uid>.<pid>`` in TMPDIR.
+    """
+    base = Path(tempfile.gettempdir())
+    host, uid = socket.gethostname(), os.getuid()
+    for pid in pids:
+        shutil.rmtree(base / f"prterun.session.{host}.{uid}.{pid}", ignore_errors=True)
+
+
 def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:
     try:
         os.killpg(proc.pid, signum)  # its own session: the group is the DVM's alone
@@ -94,4 +110,4 @@ def _tail(path: Path, lines: int = 6) -> str:
     return " | ".join(text) or "(no output)"
 
 
-__all__ = ["DVMError", "running", "start", "stop"]
+__all__ = ["DVMError", "remove_session_dirs", "running", "start", "stop"]

@@ -190,6 +190,7 @@ def run(
             watch.close()
         if dvm is not None:  # after the jobs: it ends whatever of theirs is left
             _dvm.stop(dvm)
+            _dvm.remove_session_dirs([job.proc.pid for job in jobs])
         shutil.rmtree(rendezvous, ignore_errors=True)
         if watchdog is not None:
             watchdog.release()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -208,3 +209,27 @@ def test_mmpi_bench_measures_all_three_paths(ompi):
     assert "in a DVM of their own" in job.stdout
     left = subprocess.run(["pgrep", "-f", "bench.across"], capture_output=True, text=True)
     assert not left.stdout.strip()
+
+
+@pytest.mark.timeout(120)
+def test_an_interrupted_run_leaves_nothing_in_tmpdir(ompi, tmp_path):
+    prog = tmp_path / "hang.py"
+    prog.write_text("import time\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
+                    "print('ready', flush=True)\ntime.sleep(60)\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    p = subprocess.Popen(["mmpi-run", "--low", "1", "--high", "1", "python", str(prog)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, **ompi, "TMPDIR": str(tmp)}, cwd=tmp_path,
+                         start_new_session=True)
+    try:
+        for line in p.stdout:
+            if "ready" in line:
+                break
+        p.send_signal(signal.SIGTERM)  # as a batch system or Ctrl-C would
+        assert p.wait(60) == 143
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    left = sorted(x.name for x in tmp.iterdir())
+    assert left == [], left  # the DVM's and every mpirun's session directories included
