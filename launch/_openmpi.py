@@ -92,7 +92,7 @@ def cluster_mapping(layout: Layout, rendezvous: str) -> tuple[list[str], dict[st
     if any(p.socket is not None for p in places):
         name = f"rankfile.{layout.cluster}"
         text = "".join(f"rank {p.local}={p.host} slot={p.socket}:{p.core}\n" for p in places)
-        return _rankfile(rendezvous, name), {name: text}
+        return _rankfile(name), {name: text}
     if any(p.host != LOCALHOST for p in places):
         name = f"hostfile.{layout.cluster}"
         text = "".join(f"{p.host}\n" for p in places)
@@ -100,12 +100,11 @@ def cluster_mapping(layout: Layout, rendezvous: str) -> tuple[list[str], dict[st
     return [], {}
 
 
-def forwarder_mapping(name: str, host: str, cpu: int | None,
-                      rendezvous: str) -> tuple[list[str], dict[str, str]]:
+def forwarder_mapping(name: str, host: str, cpu: int | None) -> tuple[list[str], dict[str, str]]:
     """The mpirun options placing forwarder `name` on `host`, bound to `cpu` if given (Rule 4)."""
     if cpu is not None:
         file = f"rankfile.{name}"
-        return _rankfile(rendezvous, file), {file: f"rank 0={host} slot={cpu}\n"}
+        return _rankfile(file), {file: f"rank 0={host} slot={cpu}\n"}
     return (["--host", host] if host != LOCALHOST else []), {}
 
 
@@ -114,10 +113,9 @@ def tcp_nics(nics: Sequence[str]) -> dict[str, str]:
     return {ENV_TCP_NICS: ",".join(dict.fromkeys(nics))} if nics else {}
 
 
-def _rankfile(rendezvous: str, name: str) -> list[str]:
+def _rankfile(name: str) -> list[str]:
     # by its bare name: PRRTE's option parser refuses a "-" anywhere in it (as in
     # "/tmp/mmpi-..."), and the DVM, which runs in the rendezvous directory, reads it
-    del rendezvous
     return ["--map-by", f"rankfile:file={name}", "--bind-to", BIND]
 
 

@@ -201,9 +201,8 @@ class Plan:
         return "\n".join(parts) + "\n"
 
 
-def _busiest_host(config: Config, layouts) -> tuple[int, int]:
-    """Ranks, and ranks and forwarders, on the host that runs the most processes."""
-    procs = _processes_per_host(config, layouts)
+def _busiest_host(procs: Mapping[str, int], layouts) -> tuple[int, int]:
+    """Ranks, and ranks and forwarders (`procs`, per host), on the busiest host."""
     host = max(procs, key=procs.__getitem__)
     ranks = sum(1 for layout in layouts for place in layout.places if place.host == host)
     return ranks, procs[host]
@@ -266,8 +265,7 @@ def make_plan(
             cpu = zipper.cpus[k % len(zipper.cpus)] if zipper.cpus else None
             if ompi:
                 dvm = _openmpi.job_args(rendezvous, env)
-                where, more = _openmpi.forwarder_mapping(f"fwd{index}", zipper.host, cpu,
-                                                         rendezvous)
+                where, more = _openmpi.forwarder_mapping(f"fwd{index}", zipper.host, cpu)
                 files.update(more)
             else:
                 dvm, where = [], [*hosts, *(["-bind-to", f"user:{cpu}"] if cpu is not None
@@ -281,7 +279,8 @@ def make_plan(
             index += 1
 
     user_path = environ.get(PYTHONPATH, "")
-    host_ranks, host_procs = _busiest_host(config, layouts)
+    procs = _processes_per_host(config, layouts)
+    host_ranks, host_procs = _busiest_host(procs, layouts)
     for cluster, layout in zip(config.clusters, layouts, strict=True):
         env = {**base, CONNECT_TIMEOUT_CVAR: str(math.ceil(config.timeouts.connect)),
                **transport}
@@ -326,7 +325,6 @@ def make_plan(
     dvm = None
     if ompi:
         # placed jobs need the slots they name, in a DVM spanning their hosts (Rule 4)
-        procs = _processes_per_host(config, layouts)
         spans = procs if files or set(procs) != {LOCALHOST} else None
         dvm = Launch(DVM, DVM, _openmpi.dvm_argv(config.launcher.command, rendezvous, environ,
                                                  spans), {**base, **config.env})
