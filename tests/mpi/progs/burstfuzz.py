@@ -7,10 +7,11 @@ Every round, from a plan all ranks draw alike, each rank sends a random mix of
   started together (Startall), or one object by isend, completed with Waitall;
 * plain sends (small or large) to single ranks, some between the sends of a burst;
 and receives everything with ANY_SOURCE/ANY_TAG receives posted up front, per-source receives
-or matched probes, some ranks only after a pause. The tag of each message is its number among
-the messages from its sender to its receiver, so every receive checks that nothing is lost,
-duplicated or reordered (each source's tags arrive as 0, 1, 2, ...), and every payload is
-compared with the bytes the plan says. Prints `rank R: burstfuzz ok rounds N messages M`.
+or matched probes, some ranks only after a pause; a round ends when its messages are all in.
+The tag of each message is its number among the messages from its sender to its receiver, so
+every receive checks that nothing is lost, duplicated or reordered (each source's tags arrive
+as 0, 1, 2, ...), and every payload is compared with the bytes the plan says. Prints
+`rank R: burstfuzz ok rounds N messages M`.
 """
 
 import pickle
@@ -127,32 +128,47 @@ def check(src: int, tag: int, got: bytes, raw: bool) -> None:
                              f"{len(got)} vs {len(data)})")
 
 
-def receive(count: int, rng) -> None:
-    """Receive `count` messages: this round's, or a later round's that came first."""
+def owed() -> list[int]:
+    """The sources of this round's (and earlier rounds') messages not received yet."""
+    return sorted({s for (s, _), w in WANT.items() if w[2] <= ROUND[0]})
+
+
+def receive(rng) -> int:
+    """Receive this round's messages, and any of a later round that come first.
+
+    A round ends only when its messages are all in: ANY_SOURCE may take a later round's
+    message in the place of this round's, and leaving that one for later would make the
+    program erroneous (its sender waits for it to be received while this rank waits in the
+    next round's bcast, which MPI lets synchronize, as the bridge's collective check does).
+    Returns how many messages were received.
+    """
+    got = 0
     if rng.random() < 0.2:
         time.sleep(0.05)  # post nothing for a while: the bytes must wait (or pass on) anyway
     how = rng.random()
     if how < 0.4:  # everything up front, ANY_SOURCE/ANY_TAG
+        count = sum(w[2] <= ROUND[0] for w in WANT.values())
         bufs = [bytearray(2 * max(SIZES)) for _ in range(count)]
         reqs = [world.Irecv(b, MPI.ANY_SOURCE, MPI.ANY_TAG) for b in bufs]
         sts = [MPI.Status() for _ in reqs]
         MPI.Request.Waitall(reqs, sts)
         for b, st in zip(bufs, sts, strict=True):
             check(st.Get_source(), st.Get_tag(), bytes(b[:st.Get_count(MPI.BYTE)]), True)
-        return
-    for _ in range(count):  # one at a time: probe, then the form the message needs
+        got = count
+    while mine := owed():  # one at a time: probe, then the form the message needs
         st = MPI.Status()
-        mine = [s for (s, _), w in WANT.items() if w[2] <= ROUND[0]]
-        src = min(mine) if how >= 0.7 and mine else MPI.ANY_SOURCE
+        src = mine[0] if how >= 0.7 else MPI.ANY_SOURCE
         msg = world.mprobe(src, MPI.ANY_TAG, st)
         s, t = st.Get_source(), st.Get_tag()
         if kind_of(s, t) == "obj":
-            got = msg.recv()
+            got_ = msg.recv()
         else:
             b = bytearray(st.Get_count(MPI.BYTE))
             msg.Recv(b)
-            got = bytes(b)
-        check(s, t, got, False)
+            got_ = bytes(b)
+        check(s, t, got_, False)
+        got += 1
+    return got
 
 
 EXPECT: dict = {}  # source -> tags planned so far
@@ -171,16 +187,12 @@ def main() -> None:
             break
         ROUND[0] = rounds
         allitems = plan(rounds)[0]
-        if PLANNED[0] < rounds:
+        if PLANNED[0] < rounds:  # else planned already, when an early message of it came
             PLANNED[0] = rounds
-            count = expect(rounds)
-        else:  # planned already, when an early message of it came
-            count = sum(d == ME for items in allitems for _, dests, _, _ in items
-                        for d in dests)
+            expect(rounds)
         own = np.random.default_rng([SEED, rounds, ME])
         reqs, persistent = send(allitems[ME], rounds, seq)  # completed after the receives
-        receive(count, own)
-        messages += count
+        messages += receive(own)
         complete(reqs, persistent, own)
         rounds += 1
     assert not WANT, f"rank {ME}: never received {sorted(WANT)[:10]}"
