@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -96,13 +95,21 @@ from ._checks import (
     show,
     wrapper,
 )
-from ._hosts import HostsError, parse_hostfile, slurm_hosts
+from ._host_entries import (
+    LOCALHOST,
+    SLURM,
+    Host,
+    from_hostfile,
+    from_slurm,
+    host_list,
+    host_name,
+    shape,
+)
 
 ROOT = "top level"
 DEFAULT_SOURCE = "<default job>"
 PLACEMENTS = ("block", "paired")
 TRANSPORTS = ("tcp",)
-SLURM = "slurm"  # `hosts: slurm`
 
 def _empty_env() -> Mapping[str, str]:
     return MappingProxyType({})
@@ -130,20 +137,6 @@ class Zipper:
     interfaces: Mapping[str, str] = field(default_factory=_empty_env)
     wrapper: tuple[str, ...] = ()
     cpus: tuple[int, ...] = ()  # forwarder k is bound to cpus[k % len]; () = not bound
-
-
-@dataclass(frozen=True)
-class Host:
-    """One host entry of a cluster; None means "not given" (placement supplies the default)."""
-
-    name: str
-    slots: int | None = None
-    sockets: int | None = None
-    cores_per_socket: int | None = None
-    path: str = field(default="", compare=False)  # where it was given, for messages
-
-
-LOCALHOST = (Host("localhost"),)
 
 
 @dataclass(frozen=True)
@@ -398,13 +391,13 @@ def _cluster(
             raise ConfigError(path, "give either 'hosts' or 'hostfile', not both")
         if base_dir is not None:
             hostfile = str(base_dir / hostfile)  # an absolute hostfile wins the join
-        hosts = _hostfile(hostfile, f"{path}.hostfile")
+        hosts = from_hostfile(hostfile, f"{path}.hostfile")
     elif m.get("hosts") == SLURM:
-        hosts = _slurm(environ, f"{path}.hosts")
+        hosts = from_slurm(environ, f"{path}.hosts")
     else:
-        hosts = _hosts(m.get("hosts", ["localhost"]), f"{path}.hosts")
+        hosts = host_list(m.get("hosts", ["localhost"]), f"{path}.hosts")
     placement = _placement_of(m.get("placement", "block"), f"{path}.placement")
-    sockets, cores = _shape(m, path)
+    sockets, cores = shape(m, path)
     return Cluster(
         name=name,
         ranks=positive_int(m["ranks"], f"{path}.ranks"),
@@ -417,46 +410,6 @@ def _cluster(
         sockets=sockets,
         cores_per_socket=cores,
         wrapper=wrapper(m.get("wrapper", []), f"{path}.wrapper"),
-    )
-
-
-def _shape(m: Mapping[str, object], path: str) -> tuple[int | None, int | None]:
-    """Validate a host shape, `sockets` and `cores_per_socket`: both or neither."""
-    sockets, cores = m.get("sockets"), m.get("cores_per_socket")
-    if (sockets is None) != (cores is None):
-        raise ConfigError(path, "give both 'sockets' and 'cores_per_socket', or neither")
-    if sockets is None:
-        return None, None
-    return (
-        positive_int(sockets, f"{path}.sockets"),
-        positive_int(cores, f"{path}.cores_per_socket"),
-    )
-
-
-def _hostfile(filename: str, path: str) -> tuple[Host, ...]:
-    try:
-        text = textfile.read(filename)
-    except OSError as exc:
-        raise ConfigError(path, f"cannot read {filename}: {exc.strerror}") from exc
-    except textfile.NotText as exc:
-        raise ConfigError(path, f"{filename}: {exc}") from None
-    try:
-        entries = parse_hostfile(text)
-    except HostsError as exc:
-        raise ConfigError(path, f"{filename}: {exc}") from exc
-    return tuple(
-        Host(name, slots, path=f"{path} ({filename} line {line})") for line, name, slots in entries
-    )
-
-
-def _slurm(environ: Mapping[str, str], path: str) -> tuple[Host, ...]:
-    try:
-        entries = slurm_hosts(environ)  # type: ignore[arg-type]
-    except HostsError as exc:
-        raise ConfigError(path, f"'{SLURM}': {exc}") from exc
-    return tuple(
-        Host(name, slots, path=f"{path} (Slurm node {i})")
-        for i, (name, slots) in enumerate(entries)
     )
 
 
@@ -499,7 +452,7 @@ def _zipper(value: object, path: str) -> Zipper:
             "pinning one would cut the forwarder off from the other subnet",
         )
     return Zipper(
-        host=_host(m.get("host", "localhost"), f"{path}.host"),
+        host=host_name(m.get("host", "localhost"), f"{path}.host"),
         forwarders=positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
         interfaces=MappingProxyType(interfaces),
         wrapper=wrapper(m.get("wrapper", []), f"{path}.wrapper"),
@@ -579,49 +532,6 @@ def _directory(value: object, path: str, base_dir: Path | None) -> str | None:
 def _timeouts(value: object, path: str) -> Timeouts:
     m = mapping(value, path, {"connect"})
     return Timeouts(connect=positive_number(m.get("connect", 60), f"{path}.connect"))
-
-
-# -- host checks (the generic ones are _checks.py) ----------------------------------------------
-
-
-def _host(value: object, path: str) -> str:
-    # A comma would silently split into two hosts in Hydra's `-hosts a,b`, a colon give slots.
-    if not isinstance(value, str) or not value or any(c in ",:" or c.isspace() for c in value):
-        raise ConfigError(path, f"expected a host name, got {show(value)}")
-    return value
-
-
-_HOST_WITH_SLOTS = re.compile(r"([^:]+):(\d+)\Z")
-
-
-def _host_entry(value: object, path: str) -> Host:
-    if isinstance(value, Mapping):
-        m = mapping(value, path, {"name", "slots", "sockets", "cores_per_socket"}, {"name"})
-        slots = m.get("slots")
-        sockets, cores = _shape(m, path)
-        return Host(
-            _host(m["name"], f"{path}.name"),
-            None if slots is None else positive_int(slots, f"{path}.slots"),
-            sockets,
-            cores,
-            path=path,
-        )
-    if isinstance(value, str) and (m := _HOST_WITH_SLOTS.match(value)):
-        return Host(_host(m[1], path), positive_int(int(m[2]), f"{path} (slots)"), path=path)
-    if not isinstance(value, str):
-        raise ConfigError(
-            path, f"expected a host name, 'name:slots' or a mapping with 'name', got {show(value)}"
-        )
-    return Host(_host(value, path), path=path)
-
-
-def _hosts(value: object, path: str) -> tuple[Host, ...]:
-    if isinstance(value, str):
-        raise ConfigError(path, f"expected a list of hosts or '{SLURM}', got {show(value)}")
-    items = a_list(value, path)
-    if not items:
-        raise ConfigError(path, "expected at least one host name, got an empty list")
-    return tuple(_host_entry(h, f"{path}[{i}]") for i, h in enumerate(items))
 
 
 __all__ = [

@@ -34,8 +34,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -44,10 +43,10 @@ from mmpi.errors import MMPIError
 from . import _diagnose, _dvm, _readers, _status, hygiene
 from . import _watch as rank_watch
 from ._console import Console, keep_log, open_log
-from ._diagnose import Evidence, JobEnd
-from .plan import CLUSTER, FORWARDER, Launch, Plan
+from ._diagnose import JobEnd
+from ._supervise import Failure, Job, departures, separate_worlds, wait_for_end
+from .plan import Launch, Plan
 
-POLL_INTERVAL = 0.05  # seconds between checks of the jobs; 2 cores, so never spin
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 # A forwarder exits 0 once every rank has left; the clusters' mpiexec may take a while longer
 # (Python teardown of every rank on busy cores: 5 s was seen to be too short). A rank that
@@ -68,43 +67,6 @@ class _Terminated(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
-
-
-@dataclass
-class _Job:
-    launch: Launch
-    proc: subprocess.Popen[bytes]
-    readers: list[threading.Thread] = field(default_factory=list)
-    evidence: Evidence = field(default_factory=Evidence)  # how it ended, from its output
-
-    @property
-    def what(self) -> str:
-        return f"{self.launch.role} {self.launch.name!r}"
-
-    def join_readers(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for reader in self.readers:
-            reader.join(max(0.0, deadline - time.monotonic()))
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """Why the run stops early: the job at fault (if any), what happened, our exit status."""
-
-    what: str  # "exited with status 1" (of `job`), "interrupted" (without a job)
-    status: int
-    job: _Job | None = None
-    exited: bool = False  # the job ended by itself: its output tells how
-
-    def end(self, order: int) -> JobEnd:
-        """Describe this failure for the diagnosis (only failures with a job have one)."""
-        assert self.job is not None
-        launch = self.job.launch
-        evidence = self.job.evidence if self.exited else None
-        return JobEnd(
-            launch.name, launch.role, self.status, self.what, evidence, launch.first_vrank, order,
-            launch.vranks,
-        )
 
 
 def run(
@@ -134,8 +96,8 @@ def run(
     log_path = Path(log) if log is not None else rendezvous / LOG_FILE
     log_file = open_log(log_path)
     output = Console(log_file, verbose=verbose)
-    jobs: list[_Job] = []
-    failures: list[_Failure] = []
+    jobs: list[Job] = []
+    failures: list[Failure] = []
     status = 1  # what a LaunchError or a bug leaves behind
     watch: rank_watch.RankWatch | None = None
     dvm = None
@@ -158,17 +120,18 @@ def run(
                     # run is unsafe with a preexec_fn. The pipes buffer the first output.
                     for job in jobs:
                         _start_readers(job, output)
-                checks = [_separate_worlds(jobs, rendezvous)]
+                checks = [separate_worlds(jobs, rendezvous)]
                 if watch is not None:
-                    checks.append(_departures(jobs, watch))
-                failures = _watch(jobs, early_exit_grace, shutdown_grace, failure_grace, checks)
+                    checks.append(departures(jobs, watch))
+                failures = wait_for_end(jobs, early_exit_grace, shutdown_grace, failure_grace,
+                                        checks)
             status = 0
         except KeyboardInterrupt:
-            failures = [_Failure("interrupted", _status.INTERRUPTED)]
+            failures = [Failure("interrupted", _status.INTERRUPTED)]
             status = 0
         except _Terminated as exc:
             signame = signal.Signals(exc.signum).name
-            failures = [_Failure(f"received {signame}", _status.killed(exc.signum))]
+            failures = [Failure(f"received {signame}", _status.killed(exc.signum))]
             status = 0
         finally:
             with _signals_ignored():
@@ -205,8 +168,8 @@ def _start_watch(plan: Plan, rendezvous: Path) -> rank_watch.RankWatch | None:
 
 
 def _shut_down(
-    jobs: list[_Job],
-    failures: list[_Failure],
+    jobs: list[Job],
+    failures: list[Failure],
     output: Console,
     term_grace: float,
     pids: hygiene.Pids,
@@ -272,7 +235,7 @@ def _shut_down(
     return status
 
 
-def _still_running(job: _Job) -> JobEnd:
+def _still_running(job: Job) -> JobEnd:
     """A job still running at the failure, for the diagnosis (its ranks may have failed)."""
     launch = job.launch
     return JobEnd(
@@ -281,7 +244,7 @@ def _still_running(job: _Job) -> JobEnd:
     )
 
 
-def _spawn(launch: Launch) -> _Job:
+def _spawn(launch: Launch) -> Job:
     try:
         proc = subprocess.Popen(
             launch.argv,
@@ -294,7 +257,7 @@ def _spawn(launch: Launch) -> _Job:
         )
     except OSError as exc:
         raise LaunchError(f"cannot start {launch.role} {launch.name!r}: {exc}") from exc
-    return _Job(launch, proc)
+    return Job(launch, proc)
 
 
 def _stdin_for(launch: Launch) -> int | None:
@@ -314,7 +277,7 @@ def _stdin_for(launch: Launch) -> int | None:
     return None
 
 
-def _start_readers(job: _Job, output: Console) -> None:
+def _start_readers(job: Job, output: Console) -> None:
     launch, proc = job.launch, job.proc
     for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         labeller = _readers.for_launch(launch)
@@ -333,7 +296,7 @@ def _pump(
     stream: str,
     labeller: _readers.Reader,
     output: Console,
-    job: _Job,
+    job: Job,
 ) -> None:
     def emit(lines: list[_readers.Line]) -> None:
         for line in lines:
@@ -350,134 +313,7 @@ def _pump(
 # A check looks at the whole job on every poll and returns the failure to stop it with, or
 # None. This is the place for watchers beyond the jobs' exit statuses (a listener for ranks that
 # leave, say): `run` makes the list; `_watch` calls each in turn while nothing has failed yet.
-Check = Callable[[], "_Failure | None"]
-
-
-def _watch(
-    jobs: list[_Job],
-    early_exit_grace: float,
-    shutdown_grace: float,
-    failure_grace: float,
-    checks: Sequence[Check] = (),
-) -> list[_Failure]:
-    """Wait until the job succeeds ([]) or fails (every failure within the grace period)."""
-    clusters = [j for j in jobs if j.launch.role == CLUSTER]
-    forwarders = [j for j in jobs if j.launch.role == FORWARDER]
-    forwarder_gone_at: float | None = None
-    clusters_done_at: float | None = None
-    failures: list[_Failure] = []
-    first_failure_at = 0.0
-    while True:
-        now = time.monotonic()
-        for job in jobs:  # plan order: failures seen in one sweep keep it
-            code = job.proc.poll()
-            if code and all(f.job is not job for f in failures):
-                what = _describe_status(code)
-                failures.append(_Failure(what, _exit_status(code), job, exited=True))
-                first_failure_at = first_failure_at or now
-        if failures:
-            # Give the others a moment to fail by themselves: the cause may be among them.
-            if now - first_failure_at >= failure_grace or all(
-                j.proc.returncode is not None for j in jobs
-            ):
-                return failures
-            time.sleep(POLL_INTERVAL)
-            continue
-        for check in checks:
-            if (failure := check()) is not None:
-                return [failure]
-        running = [j for j in clusters if j.proc.returncode is None]
-        forwarders_left = [j for j in forwarders if j.proc.returncode is None]
-        if not running:
-            if not forwarders_left:
-                return []
-            clusters_done_at = clusters_done_at or now
-            if now - clusters_done_at > shutdown_grace:
-                job = forwarders_left[0]
-                what = f"did not exit within {shutdown_grace:g} s after the clusters finished"
-                return [_Failure(what, _status.NOT_BRIDGED, job)]
-        elif len(forwarders_left) < len(forwarders):
-            # A forwarder that exits 0 right after the clusters disconnected races with their
-            # mpiexec's exit; only a cluster still running after the grace period is a failure.
-            forwarder_gone_at = forwarder_gone_at or now
-            if now - forwarder_gone_at > early_exit_grace:
-                job = next(j for j in forwarders if j.proc.returncode is not None)
-                what = (
-                    f"exited with status {job.proc.returncode} while cluster "
-                    f"{running[0].launch.name!r} was still running"
-                )
-                return [_Failure(what, _status.NOT_BRIDGED, job)]
-        time.sleep(POLL_INTERVAL)
-
-
-def _departures(jobs: list[_Job], watch: rank_watch.RankWatch) -> Check:
-    """Fail the run DEPARTURE_GRACE s after the rank watch saw a rank leave unfinalized.
-
-    Meanwhile a job that fails by itself (Hydra reporting a signal or an abort) takes over, and
-    its account is weighed against the departure in the report (`rank_watch.explain`).
-    """
-    by_name = {j.launch.name: j for j in jobs}
-
-    def check() -> _Failure | None:
-        gone = watch.departed()
-        if not gone or time.monotonic() - gone[0].at < rank_watch.DEPARTURE_GRACE:
-            return None
-        # Status 1: the rank's own status is unknown (os._exit(0) gives 0 to Hydra).
-        return _Failure(gone[0].sentence, 1, by_name[gone[0].job])
-
-    return check
-
-
-def _separate_worlds(jobs: list[_Job], rendezvous: Path) -> Check:
-    """Fail a cluster that finished well without a rank joining the bridge: separate worlds.
-
-    Every rank that joins writes its pid file (``rank.<cluster>.<local>.pid``) before it can
-    finish, so a cluster gone with status 0 and no such file never joined; and since ranks
-    join only once both clusters have, neither did any other rank. The forwarder would wait
-    for them until its connect timeout.
-    """
-    clusters = [j for j in jobs if j.launch.role == CLUSTER]
-    total = sum(j.launch.ranks for j in clusters)
-    seen: set[str] = set()
-
-    def check() -> _Failure | None:
-        for job in clusters:
-            name = job.launch.name
-            if job.proc.returncode != 0 or name in seen:
-                continue
-            seen.add(name)
-            try:
-                joined = any(p.name.startswith(f"rank.{name}.") for p in rendezvous.iterdir())
-            except OSError:
-                joined = True  # cannot tell: let the other checks decide
-            if not joined:
-                what = (
-                    "finished (status 0) but no rank joined the bridge: the job ran as separate "
-                    f"worlds, one per cluster, not as one of {total} ranks (take MPI from mmpi, "
-                    "or from mpi4py without --no-mpi4py-hook; a program that is not Python "
-                    "cannot be bridged)"
-                )
-                return _Failure(what, _status.NOT_BRIDGED, job)
-        return None
-
-    return check
-
-
-def _describe_status(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
-
-
-def _exit_status(code: int) -> int:
-    """Map a returncode to an exit status the way shells do: killed by signal N gives 128 + N."""
-    return 128 - code if code < 0 else code
-
-
-def _stop(jobs: list[_Job], term_grace: float) -> None:
+def _stop(jobs: list[Job], term_grace: float) -> None:
     """SIGTERM the groups still running, wait up to `term_grace` s, then SIGKILL every group."""
     live = [j for j in jobs if j.proc.poll() is None]
     for job in live:
@@ -492,7 +328,7 @@ def _stop(jobs: list[_Job], term_grace: float) -> None:
         job.proc.wait()
 
 
-def _signal_group(job: _Job, signum: int) -> None:
+def _signal_group(job: Job, signum: int) -> None:
     # start_new_session made the leader's pid the group id.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(job.proc.pid, signum)

@@ -4,6 +4,8 @@ forwarders, the shell's statuses for signals."""
 
 from __future__ import annotations
 
+from hydra_text import ABORT_1, BANNER_KILLED, FORWARDER_CRASH, TRACEBACK
+
 from launch._diagnose import CLUSTER, FORWARDER, Evidence, JobEnd, diagnose
 from launch.hygiene import Pids
 
@@ -191,3 +193,113 @@ def test_a_syntax_error_in_the_program_is_what_the_rank_raised():
                  "SyntaxError: '(' was never closed"]:
         ev.feed(0, line)
     assert ev.exception(0) == "SyntaxError: '(' was never closed"
+
+
+# -- failure reports from what Hydra printed: who is the cause -------------------------------
+
+def evidence(*lines: tuple[int | None, str] | str) -> Evidence:
+    """Evidence from lines; a bare string is mpiexec's own line (no rank)."""
+    ev = Evidence()
+    for line in lines:
+        rank, text = (None, line) if isinstance(line, str) else line
+        ev.feed(rank, text)
+    return ev
+
+
+def test_killed_rank_is_the_cause_not_the_forwarder_that_crashed_first():
+    ends = [
+        JobEnd("fwd0", FORWARDER, 6, "exited with status 6", evidence(*FORWARDER_CRASH), 0, 0),
+        JobEnd("high", CLUSTER, 9, "exited with status 9", evidence(*BANNER_KILLED), 2, 1),
+    ]
+    report = diagnose(ends, PIDS)
+    assert report.lines == [
+        "rank 2 (high:0, pid 6718) was killed by signal 9 (SIGKILL); "
+        "cluster 'high' exited with status 9",
+        "then forwarder 'fwd0' (pid 6700) aborted (SIGABRT, exit status 6) "
+        "after losing rank 3 (high:1, pid 6719)",
+    ]
+    assert report.status == 137  # as in the shell, though Hydra's own status is 9
+    assert report.headline == "rank 2 (high:0) was killed by signal 9 (SIGKILL)"
+
+
+def test_rank_that_raised_is_named_by_its_abort_line():
+    ev = evidence(*((1, t) for t in TRACEBACK), (1, ABORT_1))
+    end = JobEnd("high", CLUSTER, 1, "exited with status 1", ev, first_vrank=2)
+    assert diagnose([end], PIDS).lines == [
+        "rank 3 (high:1, pid 6719) raised RuntimeError: injected failure on rank 3; "
+        "cluster 'high' exited with status 1"
+    ]
+    # Without pid files (the rank died before writing one) the vrank comes from the plan.
+    headline = "rank 3 (high:1) raised RuntimeError: injected failure on rank 3"
+    assert diagnose([end]).headline == headline
+    # The abort line alone, as mpiexec's own output, still names the rank.
+    end = JobEnd("high", CLUSTER, 1, "exited with status 1", evidence(ABORT_1), first_vrank=2)
+    assert diagnose([end]).headline == "rank 3 (high:1) called MPI_Abort (code 1)"
+
+
+def test_rank_that_called_sys_exit():
+    ev = evidence(
+        (1, "mmpi: rank 1 (low:1) called sys.exit(3) before the job finished; aborting"),
+        (1, ABORT_1.replace("(1)", "(3)")),
+    )
+    report = diagnose([JobEnd("low", CLUSTER, 3, "exited with status 3", ev)])
+    assert report.lines == ["rank 1 (low:1) called sys.exit(3); cluster 'low' exited with status 3"]
+    assert report.status == 3
+
+
+def test_ranks_that_lost_the_forwarder_are_its_consequence():
+    lost = "mmpi.errors.ForwarderLost: rank 0 (low cluster, local rank 0): lost the forwarder: ..."
+    abort = ABORT_1.replace("rank 1", "rank 0")
+    low = evidence(*((0, t) for t in TRACEBACK[:3]), (0, lost), (0, abort))
+    fwd = evidence(*BANNER_KILLED[:3], "=   PID 6700 RUNNING AT vm", *BANNER_KILLED[4:])
+    report = diagnose(
+        [
+            JobEnd("low", CLUSTER, 1, "exited with status 1", low, 0, 0),
+            JobEnd("fwd0", FORWARDER, 9, "exited with status 9", fwd, 0, 1),
+        ],
+        PIDS,
+    )
+    assert report.lines == [
+        "forwarder 'fwd0' (pid 6700) was killed by signal 9 (SIGKILL, exit status 9)",
+        f"1 rank failed as a consequence: rank 0 (low:0) raised {lost}",
+    ]
+    assert report.status == 137
+
+
+def test_unknown_pid_and_old_banner_format():
+    ev = evidence("=   PID 4242 RUNNING AT node7", "=   KILLED BY SIGNAL: 11 (Segmentation fault)")
+    (line,) = diagnose([JobEnd("high", CLUSTER, 139, "exited with status 139", ev)], PIDS).lines
+    assert line == (
+        "a rank of cluster 'high' (pid 4242 on node7) was killed by signal 11 (SIGSEGV); "
+        "cluster 'high' exited with status 139"
+    )
+
+
+def test_a_job_that_says_nothing_is_reported_as_before():
+    report = diagnose([JobEnd("high", CLUSTER, 3, "exited with status 3", Evidence())])
+    assert report.lines == ["cluster 'high' exited with status 3"]
+
+
+def test_stdout_between_traceback_lines_is_not_the_exception():
+    ev = Evidence()
+    ev.feed(1, TRACEBACK[0], "stderr")
+    ev.feed(1, "rank 3: injecting raise", "stdout")  # the reader threads race
+    for text in TRACEBACK[1:]:
+        ev.feed(1, text, "stderr")
+    assert ev.exceptions == {1: "RuntimeError: injected failure on rank 3"}
+
+
+def test_a_rank_that_died_before_its_pid_file_is_named_by_its_ucx_log_lines():
+    ucx = (
+        "[1795263317.010223] [vm:3367 :0]          select.c:657  UCX  ERROR   no active messages "
+        "transport to <no debug data>: self/memory - iface id and iface address differ"
+    )
+    ev = evidence(
+        (0, ucx),
+        *BANNER_KILLED[:3],
+        "=   PID 3367 RUNNING AT vm",
+        "=   EXIT CODE: 11",
+        "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
+    )
+    (line,) = diagnose([JobEnd("low", CLUSTER, 11, "exited with status 11", ev)], PIDS).lines
+    assert line.startswith("rank 0 (low:0, pid 3367) was killed by signal 11 (SIGSEGV); ")

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from hydra_text import BANNER_KILLED, FORWARDER_CRASH
 
 from launch import hygiene
-from launch._readers import Labeller, RankDemux
 from launch.plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
 from launch.runner import LaunchError, run
 
@@ -89,49 +89,6 @@ def rendezvous(tmp_path: Path) -> Path:
     for c in ("low", "high"):
         (path / f"rank.{c}.9.pid").write_text("0 9")
     return path
-
-
-# -- the rank demultiplexer, no processes --------------------------------------------------------
-
-
-def feed(demux: RankDemux | Labeller, *raw: str | bytes) -> list[str]:
-    """Feed raw lines of a job's output; return what would be printed."""
-    lines = [x for r in raw for x in demux.feed(r.encode() if isinstance(r, str) else r)]
-    return [f"{x.label}{x.text}\n" for x in lines]
-
-
-def test_demux_rewrites_rank_prefixes():
-    demux = RankDemux("high", first_vrank=2)
-    assert feed(demux, f"{M}[1] text\n") == ["[high:1 v3] text\n"]
-    assert feed(demux, f"{M}[0] [1] is a list\n") == ["[high:0 v2] [1] is a list\n"]
-    assert feed(demux, "mpiexec says hi\n") == ["[high] mpiexec says hi\n"]
-    assert [x.maybe_mpiexec for x in demux.feed(b"x\n" + f"{M}[0] y\n".encode())] == [True, False]
-
-
-def test_forwarder_lines_are_labelled():
-    assert feed(Labeller("fwd1"), "ready\n", "no newline") == [
-        "[fwd1] ready\n",
-        "[fwd1] no newline\n",
-    ]
-
-
-def test_demux_rebuilds_lines_split_and_interleaved_by_hydra():
-    # What Hydra really sent for print("hi") on 2 unbuffered ranks: chunks, not lines.
-    demux = RankDemux("low", first_vrank=0)
-    out = feed(demux, f"{M}[0] hi{M}[1] hi\n", f"{M}[1] there\n", f"{M}[0] \n")
-    assert out == ["[low:1 v1] hi\n", "[low:1 v1] there\n", "[low:0 v0] hi\n"]
-
-
-def test_demux_keeps_partial_lines_until_eof():
-    demux = RankDemux("low", first_vrank=0)
-    assert feed(demux, f"{M}[0] no newline") == []
-    assert feed(demux, f"{M}[1] a\x1fb\n") == ["[low:1 v1] a\x1fb\n"]
-    assert [x.label + x.text for x in demux.flush()] == ["[low:0 v0] no newline"]
-    assert demux.flush() == []
-
-
-def test_demux_survives_bad_utf8():
-    assert feed(RankDemux("low", 0), f"{M}[0] ".encode() + b"\xff\n") == ["[low:0 v0] \ufffd\n"]
 
 
 # -- real processes -----------------------------------------------------------------------------
@@ -587,127 +544,7 @@ def test_stdin_goes_to_the_job_of_virtual_rank_0_only(tmp_path):
     assert sorted(p.stdout.splitlines()) == ["[high] ''", "[low] 'hello\\n'"]
 
 
-# -- failure reports: who is the cause, from what the jobs printed -------------------------------
-
-from launch._diagnose import Evidence, JobEnd, diagnose  # noqa: E402
-from launch.hygiene import Pids  # noqa: E402
-
-BANNER_KILLED = [  # what Hydra (MPICH 5.0.2) printed for a rank SIGKILLed by itself
-    "",
-    "=" * 83,
-    "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
-    "=   PID 6718 RUNNING AT vm",
-    "=   EXIT CODE: 9",
-    "=   CLEANING UP REMAINING PROCESSES",
-    "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES",
-    "=" * 83,
-    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
-    "This typically refers to a problem with your application.",
-    "Please see the FAQ page for debugging suggestions",
-]
-FORWARDER_CRASH = [  # ...and for the forwarder whose UCX copy from a vanished rank failed
-    "[vm:6700:0:6710]      cma_ep.c:85   process_vm_readv(pid=6719 {0x7f0558e93010,524288}"
-    "-->{0x7f2580932010,524288}) returned -1: No such process",
-    *BANNER_KILLED[:3],
-    "=   PID 6700 RUNNING AT vm",
-    "=   EXIT CODE: 6",
-    *BANNER_KILLED[5:8],
-    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Aborted (signal 6)",
-]
-TRACEBACK = [
-    "Traceback (most recent call last):",
-    '  File "faults.py", line 29, in <module>',
-    '    raise RuntimeError(f"injected failure on rank {rank}")',
-    "RuntimeError: injected failure on rank 3",
-]
-ABORT_1 = (
-    "Abort(1) on node 1 (rank 1 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 1)"
-    " - process 1"
-)
-PIDS = Pids({("high", 0): (6718, 2), ("high", 1): (6719, 3), ("low", 0): (6716, 0)}, {0: 6700})
-
-
-def evidence(*lines: tuple[int | None, str] | str) -> Evidence:
-    """Evidence from lines; a bare string is mpiexec's own line (no rank)."""
-    ev = Evidence()
-    for line in lines:
-        rank, text = (None, line) if isinstance(line, str) else line
-        ev.feed(rank, text)
-    return ev
-
-
-def test_killed_rank_is_the_cause_not_the_forwarder_that_crashed_first():
-    ends = [
-        JobEnd("fwd0", FORWARDER, 6, "exited with status 6", evidence(*FORWARDER_CRASH), 0, 0),
-        JobEnd("high", CLUSTER, 9, "exited with status 9", evidence(*BANNER_KILLED), 2, 1),
-    ]
-    report = diagnose(ends, PIDS)
-    assert report.lines == [
-        "rank 2 (high:0, pid 6718) was killed by signal 9 (SIGKILL); "
-        "cluster 'high' exited with status 9",
-        "then forwarder 'fwd0' (pid 6700) aborted (SIGABRT, exit status 6) "
-        "after losing rank 3 (high:1, pid 6719)",
-    ]
-    assert report.status == 137  # as in the shell, though Hydra's own status is 9
-    assert report.headline == "rank 2 (high:0) was killed by signal 9 (SIGKILL)"
-
-
-def test_rank_that_raised_is_named_by_its_abort_line():
-    ev = evidence(*((1, t) for t in TRACEBACK), (1, ABORT_1))
-    end = JobEnd("high", CLUSTER, 1, "exited with status 1", ev, first_vrank=2)
-    assert diagnose([end], PIDS).lines == [
-        "rank 3 (high:1, pid 6719) raised RuntimeError: injected failure on rank 3; "
-        "cluster 'high' exited with status 1"
-    ]
-    # Without pid files (the rank died before writing one) the vrank comes from the plan.
-    headline = "rank 3 (high:1) raised RuntimeError: injected failure on rank 3"
-    assert diagnose([end]).headline == headline
-    # The abort line alone, as mpiexec's own output, still names the rank.
-    end = JobEnd("high", CLUSTER, 1, "exited with status 1", evidence(ABORT_1), first_vrank=2)
-    assert diagnose([end]).headline == "rank 3 (high:1) called MPI_Abort (code 1)"
-
-
-def test_rank_that_called_sys_exit():
-    ev = evidence(
-        (1, "mmpi: rank 1 (low:1) called sys.exit(3) before the job finished; aborting"),
-        (1, ABORT_1.replace("(1)", "(3)")),
-    )
-    report = diagnose([JobEnd("low", CLUSTER, 3, "exited with status 3", ev)])
-    assert report.lines == ["rank 1 (low:1) called sys.exit(3); cluster 'low' exited with status 3"]
-    assert report.status == 3
-
-
-def test_ranks_that_lost_the_forwarder_are_its_consequence():
-    lost = "mmpi.errors.ForwarderLost: rank 0 (low cluster, local rank 0): lost the forwarder: ..."
-    abort = ABORT_1.replace("rank 1", "rank 0")
-    low = evidence(*((0, t) for t in TRACEBACK[:3]), (0, lost), (0, abort))
-    fwd = evidence(*BANNER_KILLED[:3], "=   PID 6700 RUNNING AT vm", *BANNER_KILLED[4:])
-    report = diagnose(
-        [
-            JobEnd("low", CLUSTER, 1, "exited with status 1", low, 0, 0),
-            JobEnd("fwd0", FORWARDER, 9, "exited with status 9", fwd, 0, 1),
-        ],
-        PIDS,
-    )
-    assert report.lines == [
-        "forwarder 'fwd0' (pid 6700) was killed by signal 9 (SIGKILL, exit status 9)",
-        f"1 rank failed as a consequence: rank 0 (low:0) raised {lost}",
-    ]
-    assert report.status == 137
-
-
-def test_unknown_pid_and_old_banner_format():
-    ev = evidence("=   PID 4242 RUNNING AT node7", "=   KILLED BY SIGNAL: 11 (Segmentation fault)")
-    (line,) = diagnose([JobEnd("high", CLUSTER, 139, "exited with status 139", ev)], PIDS).lines
-    assert line == (
-        "a rank of cluster 'high' (pid 4242 on node7) was killed by signal 11 (SIGSEGV); "
-        "cluster 'high' exited with status 139"
-    )
-
-
-def test_a_job_that_says_nothing_is_reported_as_before():
-    report = diagnose([JobEnd("high", CLUSTER, 3, "exited with status 3", Evidence())])
-    assert report.lines == ["cluster 'high' exited with status 3"]
+# -- a failure report from real processes --------------------------------------------------------
 
 
 @pytest.mark.timeout(20)
@@ -747,28 +584,3 @@ def test_cascade_is_reported_cause_first(capsys, rendezvous):
         "mmpi-run: stopped cluster 'low' (rank 2 (high:0) was killed by signal 9 (SIGKILL)); "
         "exit status 137",
     ]
-
-
-def test_stdout_between_traceback_lines_is_not_the_exception():
-    ev = Evidence()
-    ev.feed(1, TRACEBACK[0], "stderr")
-    ev.feed(1, "rank 3: injecting raise", "stdout")  # the reader threads race
-    for text in TRACEBACK[1:]:
-        ev.feed(1, text, "stderr")
-    assert ev.exceptions == {1: "RuntimeError: injected failure on rank 3"}
-
-
-def test_a_rank_that_died_before_its_pid_file_is_named_by_its_ucx_log_lines():
-    ucx = (
-        "[1795263317.010223] [vm:3367 :0]          select.c:657  UCX  ERROR   no active messages "
-        "transport to <no debug data>: self/memory - iface id and iface address differ"
-    )
-    ev = evidence(
-        (0, ucx),
-        *BANNER_KILLED[:3],
-        "=   PID 3367 RUNNING AT vm",
-        "=   EXIT CODE: 11",
-        "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
-    )
-    (line,) = diagnose([JobEnd("low", CLUSTER, 11, "exited with status 11", ev)], PIDS).lines
-    assert line.startswith("rank 0 (low:0, pid 3367) was killed by signal 11 (SIGSEGV); ")
