@@ -3,20 +3,13 @@
 
 from __future__ import annotations
 
-from launch._hosts import Machine
-from launch.config import load, parse, with_overrides
-from launch.plan import Plan, make_plan
+from plans import DIR, plan_for
 
-PY = "/usr/bin/python3"
-DIR = "/tmp/mmpi-test"
-MACHINE = Machine(cpus=2, sockets=1, cores_per_socket=2)  # "localhost" in these tests
+from launch.plan import Plan
 
 
 def ompi_plan(data: dict | None = None, **overrides) -> Plan:
-    config = load() if data is None else parse(data, environ={})
-    config = with_overrides(config, **overrides)
-    return make_plan(config, ["python", "prog.py"], DIR, python=PY, machine=MACHINE,
-                     environ={"PATH": "/nowhere"}, mpi="openmpi")
+    return plan_for(data, environ={"PATH": "/nowhere"}, mpi="openmpi", **overrides)
 
 
 def option(argv, name: str) -> str | None:
