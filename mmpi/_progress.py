@@ -6,11 +6,16 @@ Without it, what a non-blocking call leaves to do (a collective's crossing and l
 a large message's chunks) advances only when the program calls into mmpi, so it starts at
 Wait, after the computation the program meant to overlap with it.
 
-Rule 1: one thread at a time in the bridge. Every public call of a bridged object runs under
-        one re-entrant lock (`guard` wraps the classes once, when progress is on); the
-        thread takes it, when free, for one pass of `Engine.progress` (and completes what has
-        arrived) and naps between passes; while the program is in a call it sleeps. A
-        program's call never waits for more than one pass.
+Rule 1: one thread at a time in the bridge. Every public call of a bridged object counts
+        itself in `_busy` (`guard` wraps the classes once, when progress is on); the thread
+        makes a pass of `Engine.progress` (and completes what has arrived) only while no call
+        is under way: it marks `_pass`, then looks at `_busy`, and gives the pass up if a
+        call began. A call marks `_busy`, then looks at `_pass`, and waits on LOCK (held for
+        the pass) if it sees one. Each side writes its flag before it reads the other's, and
+        the GIL orders those steps, so at least one of them sees the other (an interpreter
+        without a GIL would need a real lock here). A program's call never waits for more
+        than one pass, and takes no lock otherwise (a lock per call is what small calls
+        paid). The pass's own calls (a step or a completion calling the API) skip this.
 Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
         flight (a non-blocking collective, an operation not complete, a posted receive), but
         makes one pass every _IDLE_CHECK (what came unasked: a dynamic broadcast's bytes to
@@ -27,6 +32,7 @@ import os
 import sys
 import threading
 import time
+from threading import get_ident
 
 from . import _op
 from .errors import UsageError
@@ -37,7 +43,10 @@ MIN_NAP = env_float("MMPI_PROGRESS_NAP_US", 50) * 1e-6
 MAX_NAP = env_float("MMPI_PROGRESS_MAX_NAP_US", 1000) * 1e-6
 _IDLE_CHECK = 0.1  # a sleeping thread looks for work this often even if nobody woke it
 
-LOCK = threading.RLock()
+LOCK = threading.Lock()  # held by the thread for a pass (Rule 1)
+_busy = 0  # bridged calls under way (one inside another counts twice), program threads'
+_pass = False  # whether the thread is in a pass (or about to begin one)
+_owner = -1  # the thread's ident: its own calls inside a pass are not the program's
 _thread: _Progress | None = None
 
 
@@ -128,25 +137,25 @@ class _Progress(threading.Thread):
             self.join()
 
     def run(self) -> None:
+        global _pass, _owner
+        _owner = get_ident()  # before any pass (see _locked)
         engine, lock = self.engine, LOCK
         nap = MIN_NAP
         look = False
         while not self._halting:
             # `idle` first: a call that ends from here on wakes the thread (no lost wake-up)
             self.idle = True
-            if look and lock.acquire(blocking=False):
-                pass  # a look now and then, though nothing was in flight (Rule 2)
-            elif not _wanted(engine) or not lock.acquire(blocking=False):
+            if _busy or not (look or _wanted(engine)) or not self._begin(lock):
                 # Nothing in flight, or the program is in a call, which progresses itself:
-                # sleep until a call leaves something in flight. Waiting for the lock
-                # instead would make every call's end hand the lock, and the interpreter,
-                # to this thread, a context switch each on a busy host.
+                # sleep until a call leaves something in flight. Waiting for the call's end
+                # instead would hand the interpreter, and the core, to this thread at every
+                # call's end: a context switch each on a busy host.
                 look = not self.wake.wait(_IDLE_CHECK)
                 self.wake.clear()
                 self.idle = False
                 nap = MIN_NAP
                 # A program that waits at once (no computation to overlap) is then in its
-                # Wait, and this thread does not take the lock, and the core, from it.
+                # Wait, and this thread does not take the core from it.
                 time.sleep(MIN_NAP)
                 continue
             self.idle = look = False
@@ -165,6 +174,7 @@ class _Progress(threading.Thread):
                           file=sys.stderr, flush=True)
                 return
             finally:
+                _pass = False
                 lock.release()
             if moved:
                 self.moved += 1
@@ -173,34 +183,48 @@ class _Progress(threading.Thread):
                 nap = min(2 * nap, MAX_NAP)
             time.sleep(nap)
 
-
-_depth = 0  # bridged calls in progress (one inside another), under LOCK
+    @staticmethod
+    def _begin(lock) -> bool:
+        """Begin a pass unless a call is under way (Rule 1); the pass then holds `lock`."""
+        global _pass
+        if not lock.acquire(blocking=False):  # (the last pass's end has not let go yet)
+            return False
+        _pass = True
+        if _busy:  # a call began meanwhile: it goes first
+            _pass = False
+            lock.release()
+            return False
+        return True
 
 
 def _locked(fn):
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        global _depth
-        with LOCK:
-            _depth += 1
-            try:
-                result = fn(*args, **kwargs)
-            finally:
-                _depth -= 1
-            if _depth:  # a call inside another: the outer one decides
-                return result
-            new, _op.NEW_WORK = _op.NEW_WORK, False
-            active = _op.ACTIVE
-            if len(active) > 256:  # completed by the program's own waits: forget them
-                _op.ACTIVE = active = [op for op in active if not op.done]
-            t = _thread
-            # wake a sleeping thread if this call left something in flight: a collective
-            # queued, its newest operation, a receive it posted (older ones: the thread's
-            # own look every _IDLE_CHECK)
-            wake = t is not None and t.idle and (
-                bool(t.engine.background) or (bool(active) and not active[-1].done)
-                or (new and t.engine.in_flight()))
-        if wake:
+        global _busy
+        if _pass and get_ident() == _owner:  # the pass's own call (a step, a completion)
+            return fn(*args, **kwargs)
+        _busy += 1  # then look for a pass (Rule 1)
+        if _pass:
+            with LOCK:  # the pass under way ends first
+                pass
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            _busy -= 1
+        if _busy:  # a call inside another: the outer one decides
+            return result
+        active = _op.ACTIVE
+        if len(active) > 256:  # completed by the program's own waits: forget them
+            _op.ACTIVE = active = [op for op in active if not op.done]
+        t = _thread
+        if t is None or not t.idle:  # awake, it looks for work itself
+            return result
+        new, _op.NEW_WORK = _op.NEW_WORK, False
+        # wake the sleeping thread if this call left something in flight: a collective
+        # queued, its newest operation, a receive it posted (older ones: the thread's own
+        # look every _IDLE_CHECK)
+        if (t.engine.background or (active and not active[-1].done)
+                or (new and t.engine.in_flight())):
             t.wake.set()
         return result
     call.__mmpi_locked__ = True
