@@ -53,7 +53,8 @@ def rank() -> None:
 
 def main() -> None:
     """Alternate the modes' runs and print the medians and ratios."""
-    rounds, low, high = (int(a) for a in (sys.argv[1:] + ["12", "1", "1"][len(sys.argv) - 1:]))
+    given = [int(a) for a in sys.argv[1:4]]
+    rounds, low, high = given + [12, 1, 1][len(given):]
     got: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
     for r in range(rounds):
         for mode in MODES:

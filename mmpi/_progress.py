@@ -14,8 +14,8 @@ Rule 1: one thread at a time in the bridge. Every public call of a bridged objec
         the pass) if it sees one. Each side writes its flag before it reads the other's, and
         the GIL orders those steps, so at least one of them sees the other (an interpreter
         without a GIL would need a real lock here). A program's call never waits for more
-        than one pass, and takes no lock otherwise (a lock per call is what small calls
-        paid). The pass's own calls (a step or a completion calling the API) skip this.
+        than one pass, and takes no lock otherwise. The pass's own calls (a step or a
+        completion calling the API) skip this.
 Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
         flight (a non-blocking collective, an operation not complete, a posted receive), but
         makes one pass every _IDLE_CHECK (what came unasked: a dynamic broadcast's bytes to

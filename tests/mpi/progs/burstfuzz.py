@@ -89,9 +89,8 @@ def complete(reqs, persistent, rng) -> None:
         p.Free()
 
 
-def expect(rnd: int) -> int:
-    """Add round `rnd`'s messages to this rank to WANT; how many there are."""
-    count = 0
+def expect(rnd: int) -> None:
+    """Add round `rnd`'s messages to this rank to WANT."""
     for src, items in enumerate(plan(rnd)[0]):
         for kind, dests, n, item in items:
             for d in dests:
@@ -99,8 +98,6 @@ def expect(rnd: int) -> int:
                     tag = EXPECT.get(src, 0)
                     EXPECT[src] = tag + 1
                     WANT[(src, tag)] = (kind, payload(src, rnd, item, n).tobytes(), rnd)
-                    count += 1
-    return count
 
 
 def kind_of(src: int, tag: int) -> str:
@@ -142,7 +139,7 @@ def receive(rng) -> int:
     next round's bcast, which MPI lets synchronize, as the bridge's collective check does).
     Returns how many messages were received.
     """
-    got = 0
+    received = 0
     if rng.random() < 0.2:
         time.sleep(0.05)  # post nothing for a while: the bytes must wait (or pass on) anyway
     how = rng.random()
@@ -154,21 +151,21 @@ def receive(rng) -> int:
         MPI.Request.Waitall(reqs, sts)
         for b, st in zip(bufs, sts, strict=True):
             check(st.Get_source(), st.Get_tag(), bytes(b[:st.Get_count(MPI.BYTE)]), True)
-        got = count
+        received = count
     while mine := owed():  # one at a time: probe, then the form the message needs
         st = MPI.Status()
         src = mine[0] if how >= 0.7 else MPI.ANY_SOURCE
         msg = world.mprobe(src, MPI.ANY_TAG, st)
         s, t = st.Get_source(), st.Get_tag()
         if kind_of(s, t) == "obj":
-            got_ = msg.recv()
+            got = msg.recv()
         else:
             b = bytearray(st.Get_count(MPI.BYTE))
             msg.Recv(b)
-            got_ = bytes(b)
-        check(s, t, got_, False)
-        got += 1
-    return got
+            got = bytes(b)
+        check(s, t, got, False)
+        received += 1
+    return received
 
 
 EXPECT: dict = {}  # source -> tags planned so far
