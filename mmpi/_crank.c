@@ -8,7 +8,9 @@
  *                program's send is complete at once, its buffer free (the Outbox's rule).
  *   reap         forgets the sends that have completed; True once none is left (finalize).
  *   drain        receives every message waiting on one forwarder link, in arrival order,
- *                as (tag, bytearray) pairs for the engine to hand on (None if there is none).
+ *                as (tag, bytearray, src, user tag, context) for the engine to hand on (None
+ *                if there is none); src is -1 unless the message is a plain eager one
+ *                (protocol.plain_eager's test), whose envelope is then read here.
  *   wait_link    a wait's first rounds: probe a link and yield the CPU, a few times over,
  *                without the GIL; a round holds the core for a fraction of an interpreted one.
  * All but wait_link run with the GIL held: each is a few MPI calls that never block.
@@ -34,6 +36,7 @@
 /* mmpi/wire/protocol.py: the envelope "<BBHiiiiQIII" */
 #define VERSION 2
 #define K_P2P 1
+#define T_EAGER 1
 #define ENVELOPE_SIZE 40
 
 typedef struct {
@@ -183,7 +186,22 @@ static PyObject *drain(PyObject *self, PyObject *args) {
             Py_DECREF(ba);
             return NULL;
         }
-        PyObject *item = Py_BuildValue("(iN)", st.MPI_TAG, ba);
+        /* protocol.plain_eager: version, kind, no flags, the size it says */
+        int32_t src = -1, utag = 0, ctx = 0;
+        const char *b = PyByteArray_AS_STRING(ba);
+        if (st.MPI_TAG == T_EAGER && count >= ENVELOPE_SIZE && b[0] == VERSION && b[1] == K_P2P) {
+            uint16_t f;
+            uint64_t nb;
+            memcpy(&f, b + 2, 2);
+            memcpy(&nb, b + 20, 8);
+            if (f == 0 && nb == (uint64_t)(count - ENVELOPE_SIZE)) {
+                memcpy(&src, b + 4, 4);
+                memcpy(&utag, b + 12, 4);
+                memcpy(&ctx, b + 16, 4);
+                if (src < 0) src = -1; /* malformed: the Python path says what is wrong */
+            }
+        }
+        PyObject *item = Py_BuildValue("(iNiii)", st.MPI_TAG, ba, (int)src, (int)utag, (int)ctx);
         if (!item || PyList_Append(got, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(got);
@@ -220,7 +238,8 @@ static PyMethodDef methods[] = {
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
     {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
     {"drain", drain, METH_VARARGS,
-     "drain(comm): [(tag, bytearray), ...] of every message waiting on `comm`, or None."},
+     "drain(comm): [(tag, bytearray, src, user tag, context), ...] of every message waiting "
+     "on `comm` (src -1 but for plain eager ones), or None."},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
@@ -231,6 +250,7 @@ PyMODINIT_FUNC PyInit__mmpi_crank(void) {
     if (!m) return NULL;
     PyModule_AddIntConstant(m, "ENVELOPE_SIZE", ENVELOPE_SIZE);
     PyModule_AddIntConstant(m, "VERSION", VERSION);
+    PyModule_AddIntConstant(m, "DRAIN_FIELDS", 5); /* what drain's items hold (_fastpath) */
     PyModule_AddStringConstant(m, "BUILT_FOR", MMPI_BUILT_FOR);
     return m;
 }

@@ -203,13 +203,16 @@ class Engine:
         """Pull what the forwarders have sent (the bridged half of `progress`)."""
         did = False
         if self.fast is not None:  # the same, each link's messages in one call (_crank.c)
-            drain = self.fast.drain
+            drain, plain = self.fast.drain, self.p2p.on_plain
             for i, handle in enumerate(self.handles):
                 got = drain(handle)
                 if got is not None:
                     self.heard[i] = time.monotonic()
-                    for tag, buf in got:
-                        self.on_forwarded(i, buf, tag)
+                    for tag, buf, src, utag, cid in got:
+                        if src < 0:
+                            self.on_forwarded(i, buf, tag)
+                        else:  # a plain eager message, its envelope read in C
+                            plain(i, buf, src, utag, cid)
                     did = True
             return did
         st = self._status

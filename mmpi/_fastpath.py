@@ -17,6 +17,8 @@ from .wire import compiled
 CHOICES = ("auto", "compiled", "python")
 
 _crank, WHY_NOT = compiled.load("_mmpi_crank", MPI.Get_library_version())
+if _crank is not None and getattr(_crank, "DRAIN_FIELDS", 2) != 5:  # built by an older mmpi
+    _crank, WHY_NOT = None, "built by an older mmpi (reinstall it)"
 
 
 def choose():

@@ -79,21 +79,37 @@ class MatchQueues(Generic[M, R]):
 
     def post(self, recv: R) -> M | None:
         """Match `recv` against unexpected messages; queue it if none matches."""
-        for msg in self.unexpected:
-            if accepts(recv.source, recv.tag, msg.source, msg.tag):
-                self.unexpected.remove(msg)
-                return msg
+        if self.unexpected:
+            source, tag = recv.source, recv.tag
+            for i, msg in enumerate(self.unexpected):
+                if (source is None or source == msg.source) and (tag is None or tag == msg.tag):
+                    del self.unexpected[i]
+                    return msg
         self.posted.append(recv)
         return None
 
     def arrive(self, msg: M) -> R | None:
         """Match `msg` against posted receives; queue it as unexpected if none matches."""
-        for recv in self.posted:
-            if accepts(recv.source, recv.tag, msg.source, msg.tag):
-                self.posted.remove(recv)
+        recv = self.match(msg.source, msg.tag)
+        if recv is None:
+            self.unexpected.append(msg)
+        return recv
+
+    def match(self, source: int, tag: int) -> R | None:
+        """The posted receive a message from `source` with `tag` matches, taken; or None.
+
+        `arrive` without the message object: the caller queues one (`keep`) only if needed.
+        """
+        for i, recv in enumerate(self.posted):
+            s, t = recv.source, recv.tag
+            if (s is None or s == source) and (t is None or t == tag):
+                del self.posted[i]
                 return recv
-        self.unexpected.append(msg)
         return None
+
+    def keep(self, msg: M) -> None:
+        """Queue `msg` as unexpected (after `match` found no receive for it)."""
+        self.unexpected.append(msg)
 
     def peek(self, source: int | None, tag: int | None) -> M | None:
         """The unexpected message a receive for (source, tag) would take, left in place."""

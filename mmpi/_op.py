@@ -111,6 +111,25 @@ def fill_status(status, source: int, tag: int, nbytes: int, error=None,
         status.Set_cancelled(cancelled)
 
 
+def status_at(statuses, i: int):
+    """Status i of `statuses`: a list too short is extended, other sequences are not."""
+    if statuses is None:
+        return None
+    if not isinstance(statuses, list):
+        return statuses[i] if i < len(statuses) else None
+    while len(statuses) <= i:
+        statuses.append(MPI.Status())
+    return statuses[i]
+
+
+def empty_status(status) -> None:
+    """Make `status` the empty status MPI gives when no request was active."""
+    if status is not None:
+        status.source, status.tag, status.error = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS
+        status.Set_elements(MPI.BYTE, 0)
+        status.Set_cancelled(False)
+
+
 def completed(source: int = MPI.PROC_NULL, tag: int = ANY_TAG) -> Op:
     """An operation that is complete already (PROC_NULL)."""
     op = Op()

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import _op
+from ._arrivals import ForwardedArrivals
 from ._context import Context
 from ._fanout import Fanout
 from ._flow import Flow
@@ -31,7 +32,6 @@ from ._large import Spares, Stripes, send_large
 from ._matching import Arrived, Posted
 from ._native import MPI
 from ._op import Op, Outbox
-from .errors import ProtocolError, TruncationError
 from .wire import protocol as P
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ _ANY_TAG = MPI.ANY_TAG
 _ID = 8  # bytes of a same-cluster acknowledgement: the synchronous send's arrival number
 
 
-class PointToPoint:
+class PointToPoint(ForwardedArrivals):
     """The point-to-point transport of one rank (both clusters' messages to and from it)."""
 
     def __init__(self, engine: Engine) -> None:
@@ -262,7 +262,11 @@ class PointToPoint:
         recv = Posted(source, tag, view, op, call)
         m = ctx.queues.post(recv)
         if m is not None:
-            self._deliver(recv, m)
+            if m.data is not None and m.sync is None and not m.natives and m.more is None \
+                    and m.credit is None and m.spare is None and m.tree is None:
+                self._eager_into(recv, m.source, m.tag, m.data, False)  # come already, whole
+            else:
+                self._deliver(recv, m)
         else:
             _op.NEW_WORK = True  # a progress thread, if any, has a receive to look after
             if source is not None and ctx.local_of[source] < 0:
@@ -323,152 +327,6 @@ class PointToPoint:
             op.fail(self._truncated(recv, m))
         else:
             op.start([m.message.Irecv([recv.view, m.nbytes, _BYTE])])
-
-    def _truncated(self, recv: Posted, m: Arrived) -> TruncationError:
-        return TruncationError(
-            f"{recv.call} on rank {self.vrank}: message from rank {m.source} with tag {m.tag} "
-            f"has {m.nbytes} bytes but the receive buffer holds only {len(recv.view)} "
-            "(MPI_ERR_TRUNCATE)"
-        )
-
-    def _deliver_forwarded(self, recv: Posted, m: Arrived) -> None:
-        op = recv.op
-        if m.tree is not None:
-            self.fanout.deliver(recv, m, self._truncated)
-            return
-        op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
-        if m.pull is not None:
-            self.flow.deliver_pulled(recv, m, self._truncated)
-            return
-        credit = m.credit
-
-        def consumed() -> None:
-            if credit is not None:
-                self.flow.consumed(*credit)
-
-        if recv.view is None:
-            op.obj = m.data
-            op.spare = m.spare
-            op.start(m.natives, consumed, more=m.more)
-            return
-        if m.nbytes > len(recv.view):
-            op.start(m.natives, consumed, more=m.more)
-            op.fail(self._truncated(recv, m))
-            return
-        view, data = recv.view, m.data
-        if not m.natives and m.more is None and credit is None and m.spare is None:
-            view[: m.nbytes] = data  # an eager message: its bytes are all here
-            op.start([])
-            return
-
-        def copy() -> None:
-            view[: m.nbytes] = data
-            if m.spare is not None:
-                m.spare[0].give(m.spare[1])
-            consumed()
-
-        op.start(m.natives, copy, more=m.more)
-
-    def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
-        """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
-        head = P.plain_eager(buf) if tag == P.T_EAGER else None
-        if head is not None:  # the commonest: straight to the matcher
-            ctx = self.engine.contexts.get(head[2])
-            source = ctx.from_world.get(head[0]) if ctx is not None else None
-            if source is not None:
-                m = Arrived(source, head[1], len(buf) - P.ENVELOPE_SIZE,
-                            data=memoryview(buf)[P.ENVELOPE_SIZE:])
-                recv = ctx.queues.arrive(m)
-                if recv is not None:
-                    self._deliver_forwarded(recv, m)
-                return
-        env = P.unpack(buf)
-        kind = env.kind
-        if kind == P.K_ACK:
-            self.syncs.pop(env.aux, None)
-            return
-        if kind == P.K_PULL:
-            self.flow.on_pull(env.src, env.aux)
-            return
-        if kind == P.K_CREDIT:
-            self.flow.on_credit(env.src, env.nbytes)
-            return
-        if env.flags & P.F_PULLED:
-            self.flow.on_pulled(env, self.links[link][1])
-            return
-        if kind == P.K_TREE:
-            self.fanout.on_bytes(env, self.links[link][1])
-            return
-        if kind == P.K_STRIPE:
-            self.stripes.of(env.src, env.aux).stripe(env.tag, env, self.links[link][1])
-            return
-        ctx = self.engine.contexts.get(env.context)
-        if ctx is None:
-            self.early.setdefault(env.context, []).append((link, buf, tag))
-            return
-        source = ctx.from_world.get(env.src)
-        if source is None:
-            raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "
-                                f"rank {env.src}, which is not in its communicator")
-        if env.flags & P.F_TREE:  # a fan-out's ticket (see _fanout)
-            m = self.fanout.ticket(env, source, buf)
-            recv = ctx.queues.arrive(m)
-            if recv is not None:
-                self.fanout.deliver(recv, m, self._truncated)
-            return
-        sync = env.aux if env.flags & P.F_SYNC else None
-        if env.flags & P.F_DEFER:  # protocol Rule 7: the data comes once a receive pulls it
-            m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
-            m.pull = (env.src, env.aux)
-            recv = ctx.queues.arrive(m)
-            if recv is not None:
-                self._matched(m)
-                self._deliver_forwarded(recv, m)
-            return
-        if tag == P.T_EAGER and not env.flags & P.F_STRIPED:
-            if len(buf) - P.ENVELOPE_SIZE != env.nbytes:
-                raise ProtocolError(
-                    f"rank {self.vrank}: eager message says {env.nbytes} bytes, "
-                    f"carries {len(buf) - P.ENVELOPE_SIZE}"
-                )
-            m = Arrived(source, env.tag, env.nbytes, data=memoryview(buf)[P.ENVELOPE_SIZE:],
-                        sync=sync, ctx=ctx)
-            recv = ctx.queues.arrive(m)
-            if recv is not None:
-                self._matched(m)
-                self._deliver_forwarded(recv, m)
-            return
-        m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
-        m.credit = (env.src, env.nbytes)  # the sender spent credit on it (see _flow)
-        recv = ctx.queues.arrive(m)
-        if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
-            target = recv.view  # straight into the user's buffer
-        elif not env.flags & P.F_STRIPED:  # unexpected, or wanted whole (view None)
-            spare = self.spares.take(env.nbytes)
-            m.spare = (self.spares, spare)
-            target = memoryview(spare)
-        else:
-            target = memoryview(bytearray(env.nbytes))
-        m.data = target[: env.nbytes]
-        if env.flags & P.F_STRIPED:
-            ra = self.stripes.of(env.src, env.aux)
-            ra.place(m.data, env.nbytes)
-            m.more = ra.ready
-        else:
-            data = self.links[link][1]
-            m.natives = [
-                data.Irecv([target[off:off + n], n, _BYTE], 0, env.xfer)
-                for off, n in P.chunks(env.nbytes, env.chunk)
-            ]
-        if recv is None:
-            return
-        self._matched(m)
-        if target is recv.view:  # already on its way into the user's buffer
-            op = recv.op
-            op.source, op.tag, op.nbytes = m.source, m.tag, m.nbytes
-            op.start(m.natives, lambda: self.flow.consumed(*m.credit), more=m.more)
-        else:
-            self._deliver_forwarded(recv, m)
 
     def take(self, ctx: Context, m: Arrived) -> Arrived:
         """A matched probe takes `m` out of the queue: it is matched now."""

@@ -20,6 +20,7 @@ from .errors import BufferError_, RankError, TagError, TruncationError
 from .request import BridgedRequest
 
 ANY_SOURCE = MPI.ANY_SOURCE
+_request_of = BridgedRequest.of  # one per message: the bound class method, looked up once
 ANY_TAG = MPI.ANY_TAG
 PROC_NULL = MPI.PROC_NULL
 _PICKLE = pickle.HIGHEST_PROTOCOL
@@ -178,7 +179,7 @@ class PointToPointMethods:
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start a receive."""
-        return self._irecv(buf, source, tag, "Irecv")
+        return _request_of(self._recv_op(*self._recv_args(buf, source, tag, "Irecv"), "Irecv"))
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> None:
         """Blocking receive."""

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ._native import MPI
 from ._native_lists import natively as _natively
-from ._op import Op, fill_status
+from ._op import Op, empty_status, fill_status, status_at
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError
 
@@ -36,17 +36,6 @@ def _wait_native(test) -> None:
             pass
     else:
         _engine.wait_for(test)
-
-
-def _status_at(statuses, i: int):
-    """Status i of `statuses`: a list too short is extended, other sequences are not."""
-    if statuses is None:
-        return None
-    if not isinstance(statuses, list):
-        return statuses[i] if i < len(statuses) else None
-    while len(statuses) <= i:
-        statuses.append(MPI.Status())
-    return statuses[i]
 
 
 def _bridged(r) -> bool:
@@ -78,14 +67,16 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Waitall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """Wait for all requests; raise the first error after all have completed."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "Waitall", requests, statuses)
         reqs = list(requests)
+        if statuses is None and all([type(r) is BridgedRequest for r in reqs]):
+            return _bridged_waitall(reqs)
+        if _natives_only(reqs):
+            return _natively(_wait_native, "Waitall", requests, statuses)
         _wait_native(_all_done(reqs))
         error = None
         for i, r in enumerate(reqs):
             try:
-                _finish(r, _status_at(statuses, i))
+                _finish(r, status_at(statuses, i))
             except (MMPIError, MPI.Exception) as exc:
                 error = error or exc
         if error is not None:
@@ -99,7 +90,7 @@ class Request(_native, metaclass=StandIn):
             return _natively(_wait_native, "waitall", requests, statuses)
         reqs = list(requests)
         _wait_native(_all_done(reqs))
-        return [_finish(r, _status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
+        return [_finish(r, status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
 
     @classmethod
     def Testall(cls, requests: Sequence, statuses: list | None = None) -> bool:
@@ -151,7 +142,7 @@ class Request(_native, metaclass=StandIn):
         if i != MPI.UNDEFINED:
             _finish(requests[i], status)
         else:
-            _empty(status)
+            empty_status(status)
         return i
 
     @classmethod
@@ -161,7 +152,7 @@ class Request(_native, metaclass=StandIn):
             return _natively(_wait_native, "waitany", requests, status)
         i = cls._any(requests, True)
         if i == MPI.UNDEFINED:
-            _empty(status)
+            empty_status(status)
             return i, None
         return i, _finish(requests[i], status, obj=True)
 
@@ -174,7 +165,7 @@ class Request(_native, metaclass=StandIn):
         if i is None:
             return MPI.UNDEFINED, False
         if i == MPI.UNDEFINED:
-            _empty(status)
+            empty_status(status)
             return i, True
         _finish(requests[i], status)
         return i, True
@@ -188,7 +179,7 @@ class Request(_native, metaclass=StandIn):
         if i is None:
             return MPI.UNDEFINED, False, None
         if i == MPI.UNDEFINED:
-            _empty(status)
+            empty_status(status)
             return i, True, None
         return i, True, _finish(requests[i], status, obj=True)
 
@@ -209,7 +200,7 @@ class Request(_native, metaclass=StandIn):
         out, error = [], None
         for k, i in enumerate(done):
             try:
-                out.append(_finish(reqs[i], _status_at(statuses, k), obj=obj))
+                out.append(_finish(reqs[i], status_at(statuses, k), obj=obj))
             except (MMPIError, MPI.Exception) as exc:
                 error = error or exc
         if error is not None:
@@ -254,7 +245,7 @@ class Request(_native, metaclass=StandIn):
         if not _test(lambda: all([_done(r) for r in reqs])):
             return False
         for i, r in enumerate(reqs):
-            _peek(r, _status_at(statuses, i))
+            _peek(r, status_at(statuses, i))
         return True
 
     @classmethod
@@ -265,7 +256,7 @@ class Request(_native, metaclass=StandIn):
         i = cls._any(requests, False)
         if i is None or i == MPI.UNDEFINED:
             if i is not None:
-                _empty(status)
+                empty_status(status)
             return MPI.UNDEFINED, i is not None
         _peek(requests[i], status)
         return i, True
@@ -286,11 +277,32 @@ class Request(_native, metaclass=StandIn):
 
         _test(ready)
         for k, i in enumerate(done):
-            _peek(reqs[i], _status_at(statuses, k))
+            _peek(reqs[i], status_at(statuses, k))
         return done
 
     get_status_all, get_status_any, get_status_some = Get_status_all, Get_status_any, \
         Get_status_some
+
+
+def _bridged_waitall(reqs: list) -> bool:
+    """Waitall of bridged requests, no statuses: the commonest (a window of receives)."""
+    for r in reqs:
+        if not (r._op.done or r._consumed):
+            _wait_native(_all_done(reqs))
+            break
+    error = None
+    for r in reqs:
+        if r._pickled:  # its value is dropped, its buffer given back
+            try:
+                r._result(None)
+            except (MMPIError, MPI.Exception) as exc:
+                error = error or exc
+        elif not r._consumed:
+            r._consumed = True
+            error = error or r._op.error
+    if error is not None:
+        raise error
+    return True
 
 
 def _natives_only(requests) -> bool:
@@ -352,14 +364,6 @@ def _done(r) -> bool:
     if _bridged(r):
         return r._consumed or r._op.poll()
     return _native.Get_status(r)
-
-
-def _empty(status) -> None:
-    """Make `status` the empty status MPI gives when no request was active."""
-    if status is not None:
-        status.source, status.tag, status.error = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS
-        status.Set_elements(MPI.BYTE, 0)
-        status.Set_cancelled(False)
 
 
 def _peek(r, status) -> None:

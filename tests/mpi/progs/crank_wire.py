@@ -2,7 +2,8 @@
 
 `_mmpi_crank.send_eager` sends to this process itself on COMM_SELF, as it would to a
 forwarder: the bytes must be what `protocol.pack_eager_into` / `pack_crossing` make for the
-same fields. `drain` must return every waiting message, in order, with its tag; `wait_link`
+same fields. `drain` must return every waiting message, in order, with its tag, and read the envelope of
+a plain eager one as `protocol.plain_eager` does (src -1 for any other); `wait_link`
 must say whether one waits; `reap` must empty the outbox once the sends completed.
 """
 
@@ -26,8 +27,10 @@ for mpitag, src, dst, tag, ctx, flags, aux, payload in cases:
 assert crank.wait_link(h, 1000) is True
 got = crank.drain(h)
 assert got is not None and len(got) == len(cases), got
-for (mpitag, src, dst, tag, ctx, flags, aux, payload), (rtag, buf) in zip(cases, got):
+for (mpitag, src, dst, tag, ctx, flags, aux, payload), (rtag, buf, *head) in zip(cases, got):
     assert rtag == mpitag, (rtag, mpitag)
+    plain = P.plain_eager(buf) if mpitag == P.T_EAGER else None
+    assert head == ([-1, 0, 0] if plain is None else list(plain)), (head, plain)
     want = bytearray(P.ENVELOPE_SIZE + len(payload))
     P.pack_eager_into(want, src, dst, tag, ctx, len(payload), flags, aux)
     want[P.ENVELOPE_SIZE:] = payload
@@ -49,7 +52,7 @@ for i in range(300):
     crank.send_eager(h, P.T_EAGER, 0, 0, i, 0, 0, 0, i.to_bytes(4, "little"))
 seen = []
 while len(seen) < 300:
-    for rtag, buf in crank.drain(h) or ():
+    for rtag, buf, *_ in crank.drain(h) or ():
         seen.append(int.from_bytes(buf[P.ENVELOPE_SIZE:], "little"))
 assert seen == list(range(300)), seen[:10]
 while not crank.reap():
