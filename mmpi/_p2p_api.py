@@ -167,7 +167,7 @@ class PointToPointMethods:
 
     def Isend(self, buf, dest, tag=0):
         """Start a standard-mode send."""
-        return self._isend(buf, dest, tag, "Isend")
+        return _request_of(self._send_op(buf, dest, tag, "Isend"))
 
     def Send(self, buf, dest, tag=0) -> None:
         """Blocking standard-mode send."""
