@@ -9,7 +9,7 @@ striping, soak and fuzz checks (the fake link runs both relays too).
 import re
 
 import pytest
-from conftest import RANK_COMPILED, RANK_PATHS, RELAYS
+from conftest import RANK_COMPILED, RANK_PATHS, RELAYS, ROOT
 
 pytestmark = pytest.mark.mpi
 PY = {"MMPI_RELAY": "python", "MMPI_RANK_PATH": "python"}
@@ -85,3 +85,14 @@ def test_small_sends_done_at_once_all_arrive_after_the_sender_left(bridged, path
     job = bridged("send_and_go.py", "2000", low=1, high=1, env={"MMPI_RANK_PATH": path})
     assert job.returncode == 0, job.output
     assert "SENT" in job.stdout and "RECEIVED 2000" in job.stdout, job.output
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", RANK_PATHS)
+def test_the_receive_steps_benchmark_runs_and_its_receives_hold_their_messages(bridged, path):
+    job = bridged(str(ROOT / "benchmarks" / "receive_steps.py"), "5", low=1, high=1,
+                  env={"MMPI_RANK_PATH": path})
+    assert job.returncode == 0, job.output
+    assert re.search(r"per message \(us\): posted: Irecv [\d.]+, arrival [\d.]+, Waitall [\d.]+, "
+                     r"arrived: arrival [\d.]+, Irecv [\d.]+, Waitall  [\d.]+", job.stdout), \
+        job.output
