@@ -10,7 +10,9 @@
  *   drain        receives every message waiting on one forwarder link, in arrival order,
  *                as (tag, bytearray, src, user tag, context) for the engine to hand on (None
  *                if there is none); src is -1 unless the message is a plain eager one
- *                (protocol.plain_eager's test), whose envelope is then read here.
+ *                (protocol.plain_eager's test), whose envelope is then read here. Given the
+ *                engine's contexts, it completes the receive posted for a plain eager message
+ *                itself where that takes only a copy (mmpi/_arrivals.py's rules).
  *   wait_link    a wait's first rounds: probe a link and yield the CPU, a few times over,
  *                without the GIL; a round holds the core for a fraction of an interpreted one.
  * All but wait_link run with the GIL held: each is a few MPI calls that never block.
@@ -156,9 +158,120 @@ static PyObject *reap(PyObject *self, PyObject *noargs) {
 
 static PyObject *pending(PyObject *self, PyObject *noargs) { return PyLong_FromLong(nout); }
 
+/* Attribute names, interned once (the Python objects drain reads and writes). */
+static PyObject *s_from_world, *s_queues, *s_posted, *s_source, *s_tag, *s_view, *s_op, *s_after,
+    *s_nbytes, *s_matched, *s_done;
+
+/* What a received message's first bytes say, if it is a plain eager one (protocol.plain_eager:
+ * version, kind, no flags, the size it says): 1 and its fields, else 0. */
+static int plain_eager(int mpitag, const char *b, int count, int32_t *src, int32_t *utag,
+                       int32_t *ctx) {
+    if (mpitag != T_EAGER || count < ENVELOPE_SIZE || b[0] != VERSION || b[1] != K_P2P) return 0;
+    uint16_t f;
+    uint64_t nb;
+    memcpy(&f, b + 2, 2);
+    memcpy(&nb, b + 20, 8);
+    if (f != 0 || nb != (uint64_t)(count - ENVELOPE_SIZE)) return 0;
+    memcpy(src, b + 4, 4);
+    memcpy(utag, b + 12, 4);
+    memcpy(ctx, b + 16, 4);
+    return *src >= 0; /* malformed otherwise: the Python path says what is wrong */
+}
+
+static int int_is(PyObject *o, long want) { /* o == want, for an int o */
+    long v = PyLong_AsLong(o);
+    return v == want && !(v == -1 && PyErr_Occurred());
+}
+
+/* Complete the receive posted for a plain eager message, as mmpi/_arrivals.py's on_eager and
+ * _eager_into do (the reference): the earliest posted receive of context `cid` that accepts
+ * (source, tag) takes it, if it has a buffer the bytes fit in and nothing to run at completion.
+ * 1 if done here; 0 if the message is left to the Python path, nothing changed; -1 on error. */
+static int complete_posted(PyObject *contexts, int32_t src, int32_t utag, int32_t cid,
+                           const char *payload, Py_ssize_t n) {
+    int result = 0;
+    PyObject *key = NULL, *from_world = NULL, *queues = NULL, *posted = NULL, *it = NULL,
+             *recv = NULL, *view = NULL, *op = NULL, *after = NULL, *tag = NULL, *nbytes = NULL;
+    PyObject *ctx, *source;
+    long i = 0;
+    if (!(key = PyLong_FromLong(cid))) return -1;
+    ctx = PyDict_GetItemWithError(contexts, key); /* borrowed */
+    Py_CLEAR(key);
+    if (!ctx) return PyErr_Occurred() ? -1 : 0;
+    if (!(from_world = PyObject_GetAttr(ctx, s_from_world)) || !(key = PyLong_FromLong(src)))
+        goto error;
+    source = PyDict_GetItemWithError(from_world, key); /* borrowed: from_world holds it */
+    if (!source) goto out_or_error;
+    if (!(queues = PyObject_GetAttr(ctx, s_queues)) ||
+        !(posted = PyObject_GetAttr(queues, s_posted)))
+        goto error;
+    long wanted = PyLong_AsLong(source);
+    if (wanted == -1 && PyErr_Occurred()) goto error;
+    if (!(it = PyObject_GetIter(posted))) goto error;
+    for (;; i++) {
+        recv = PyIter_Next(it);
+        if (!recv) goto out_or_error; /* none accepts it: the Python path queues it */
+        PyObject *s = PyObject_GetAttr(recv, s_source), *t = s ? PyObject_GetAttr(recv, s_tag) : NULL;
+        if (!t) {
+            Py_XDECREF(s);
+            goto error;
+        }
+        int accepts = (s == Py_None || int_is(s, wanted)) && (t == Py_None || int_is(t, utag));
+        Py_DECREF(s);
+        Py_DECREF(t);
+        if (PyErr_Occurred()) goto error;
+        if (accepts) break;
+        Py_CLEAR(recv);
+    }
+    if (!(view = PyObject_GetAttr(recv, s_view)) || !(op = PyObject_GetAttr(recv, s_op)) ||
+        !(after = PyObject_GetAttr(op, s_after)))
+        goto error;
+    if (view == Py_None || after != Py_None) goto out; /* a buffer of its own, steps to run */
+    Py_buffer vb;
+    if (PyObject_GetBuffer(view, &vb, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) goto error;
+    if (vb.len < n) { /* too long: the Python path fails the receive, naming both sizes */
+        PyBuffer_Release(&vb);
+        goto out;
+    }
+    memcpy(vb.buf, payload, (size_t)n);
+    PyBuffer_Release(&vb);
+    if (PySequence_DelItem(posted, i) < 0 || !(tag = PyLong_FromLong(utag)) ||
+        !(nbytes = PyLong_FromSsize_t(n)) || PyObject_SetAttr(op, s_source, source) < 0 ||
+        PyObject_SetAttr(op, s_tag, tag) < 0 || PyObject_SetAttr(op, s_nbytes, nbytes) < 0 ||
+        PyObject_SetAttr(op, s_matched, Py_True) < 0 || PyObject_SetAttr(op, s_done, Py_True) < 0)
+        goto error;
+    result = 1;
+    goto out;
+out_or_error:
+    if (PyErr_Occurred()) goto error;
+    goto out;
+error:
+    result = -1;
+out:
+    Py_XDECREF(key);
+    Py_XDECREF(from_world);
+    Py_XDECREF(queues);
+    Py_XDECREF(posted);
+    Py_XDECREF(it);
+    Py_XDECREF(recv);
+    Py_XDECREF(view);
+    Py_XDECREF(op);
+    Py_XDECREF(after);
+    Py_XDECREF(tag);
+    Py_XDECREF(nbytes);
+    return result;
+}
+
+/* Messages up to this size are received here first; larger ones into a bytearray at once. */
+#define SCRATCH (64 * 1024 + ENVELOPE_SIZE)
+static char scratch[SCRATCH];
+
 static PyObject *drain(PyObject *self, PyObject *args) {
     unsigned long long comm;
-    if (!PyArg_ParseTuple(args, "K", &comm)) return NULL;
+    PyObject *contexts = Py_None;
+    if (!PyArg_ParseTuple(args, "K|O", &comm, &contexts)) return NULL;
+    if (contexts != Py_None && !PyDict_Check(contexts))
+        return PyErr_Format(PyExc_TypeError, "_mmpi_crank.drain: contexts must be a dict");
     PyObject *got = NULL;
     for (;;) {
         int flag = 0, count = 0, rc;
@@ -171,35 +284,42 @@ static PyObject *drain(PyObject *self, PyObject *args) {
         }
         if (!flag) break;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        PyObject *ba = PyByteArray_FromStringAndSize(NULL, count);
-        if (!ba) {
-            Py_XDECREF(got);
-            return NULL; /* the message stays matched: the job is failing anyway */
+        if (!got && !(got = PyList_New(0))) return NULL; /* the message stays: failing anyway */
+        PyObject *ba = NULL;
+        char *into = scratch;
+        if (count > SCRATCH) {
+            if (!(ba = PyByteArray_FromStringAndSize(NULL, count))) {
+                Py_DECREF(got);
+                return NULL;
+            }
+            into = PyByteArray_AS_STRING(ba);
         }
-        rc = MPI_Mrecv(PyByteArray_AS_STRING(ba), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        rc = MPI_Mrecv(into, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-            Py_DECREF(ba);
-            Py_XDECREF(got);
+            Py_XDECREF(ba);
+            Py_DECREF(got);
             return mpi_error("MPI_Mrecv", rc);
         }
-        if (!got && !(got = PyList_New(0))) {
-            Py_DECREF(ba);
-            return NULL;
-        }
-        /* protocol.plain_eager: version, kind, no flags, the size it says */
         int32_t src = -1, utag = 0, ctx = 0;
-        const char *b = PyByteArray_AS_STRING(ba);
-        if (st.MPI_TAG == T_EAGER && count >= ENVELOPE_SIZE && b[0] == VERSION && b[1] == K_P2P) {
-            uint16_t f;
-            uint64_t nb;
-            memcpy(&f, b + 2, 2);
-            memcpy(&nb, b + 20, 8);
-            if (f == 0 && nb == (uint64_t)(count - ENVELOPE_SIZE)) {
-                memcpy(&src, b + 4, 4);
-                memcpy(&utag, b + 12, 4);
-                memcpy(&ctx, b + 16, 4);
-                if (src < 0) src = -1; /* malformed: the Python path says what is wrong */
+        if (!plain_eager(st.MPI_TAG, into, count, &src, &utag, &ctx)) src = -1;
+        /* Only while nothing has been left to Python in this call: a message handed on
+         * must meet the posted receives before any later message does (MPI's order). */
+        if (src >= 0 && contexts != Py_None && PyList_GET_SIZE(got) == 0) {
+            int done = complete_posted(contexts, src, utag, ctx, into + ENVELOPE_SIZE,
+                                       count - ENVELOPE_SIZE);
+            if (done < 0) {
+                Py_XDECREF(ba);
+                Py_DECREF(got);
+                return NULL;
             }
+            if (done) {
+                Py_XDECREF(ba);
+                continue;
+            }
+        }
+        if (!ba && !(ba = PyByteArray_FromStringAndSize(into, count))) {
+            Py_DECREF(got);
+            return NULL;
         }
         PyObject *item = Py_BuildValue("(iNiii)", st.MPI_TAG, ba, (int)src, (int)utag, (int)ctx);
         if (!item || PyList_Append(got, item) < 0) {
@@ -238,8 +358,10 @@ static PyMethodDef methods[] = {
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
     {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
     {"drain", drain, METH_VARARGS,
-     "drain(comm): [(tag, bytearray, src, user tag, context), ...] of every message waiting "
-     "on `comm` (src -1 but for plain eager ones), or None."},
+     "drain(comm, contexts=None): [(tag, bytearray, src, user tag, context), ...] of every "
+     "message waiting on `comm` (src -1 but for plain eager ones), or None if none came; "
+     "with `contexts` (the engine's, by id), a plain eager message that a posted receive "
+     "takes whole completes it here and is not in the list."},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
@@ -248,9 +370,22 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
 PyMODINIT_FUNC PyInit__mmpi_crank(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
+    if (!(s_from_world = PyUnicode_InternFromString("from_world")) ||
+        !(s_queues = PyUnicode_InternFromString("queues")) ||
+        !(s_posted = PyUnicode_InternFromString("posted")) ||
+        !(s_source = PyUnicode_InternFromString("source")) ||
+        !(s_tag = PyUnicode_InternFromString("tag")) ||
+        !(s_view = PyUnicode_InternFromString("view")) ||
+        !(s_op = PyUnicode_InternFromString("op")) ||
+        !(s_after = PyUnicode_InternFromString("after")) ||
+        !(s_nbytes = PyUnicode_InternFromString("nbytes")) ||
+        !(s_matched = PyUnicode_InternFromString("matched")) ||
+        !(s_done = PyUnicode_InternFromString("done")))
+        return NULL;
     PyModule_AddIntConstant(m, "ENVELOPE_SIZE", ENVELOPE_SIZE);
     PyModule_AddIntConstant(m, "VERSION", VERSION);
     PyModule_AddIntConstant(m, "DRAIN_FIELDS", 5); /* what drain's items hold (_fastpath) */
+    PyModule_AddIntConstant(m, "DRAIN_COMPLETES", 1); /* drain(comm, contexts) (_fastpath) */
     PyModule_AddStringConstant(m, "BUILT_FOR", MMPI_BUILT_FOR);
     return m;
 }

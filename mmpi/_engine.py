@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import _fastpath
+from . import _fastpath, _op
 from ._context import Context
 from ._crossing import Crossings
 from ._departures import Departures
@@ -204,8 +204,11 @@ class Engine:
         did = False
         if self.fast is not None:  # the same, each link's messages in one call (_crank.c)
             drain, plain = self.fast.drain, self.p2p.on_plain
+            # what a posted receive takes whole, drain completes itself (not with a progress
+            # thread: its operations are completed through _op.ACTIVE)
+            contexts = self.contexts if _op.ACTIVE is None else None
             for i, handle in enumerate(self.handles):
-                got = drain(handle)
+                got = drain(handle, contexts)
                 if got is not None:
                     self.heard[i] = time.monotonic()
                     for tag, buf, src, utag, cid in got:

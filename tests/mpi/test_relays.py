@@ -96,3 +96,5 @@ def test_the_receive_steps_benchmark_runs_and_its_receives_hold_their_messages(b
     assert re.search(r"per message \(us\): posted: Irecv [\d.]+, arrival [\d.]+, Waitall [\d.]+, "
                      r"arrived: arrival [\d.]+, Irecv [\d.]+, Waitall  [\d.]+", job.stdout), \
         job.output
+    assert re.search(r"real messages, per message \(us\): Irecv [\d.]+, Waitall [\d.]+",
+                     job.stdout), job.output

@@ -10,6 +10,8 @@ must say whether one waits; `reap` must empty the outbox once the sends complete
 import _mmpi_crank as crank
 from mpi4py import MPI
 
+from mmpi._matching import MatchQueues, Posted
+from mmpi._op import Op
 from mmpi.wire import protocol as P
 
 self_comm = MPI.COMM_SELF
@@ -55,6 +57,61 @@ while len(seen) < 300:
     for rtag, buf, *_ in crank.drain(h) or ():
         seen.append(int.from_bytes(buf[P.ENVELOPE_SIZE:], "little"))
 assert seen == list(range(300)), seen[:10]
+while not crank.reap():
+    pass
+
+
+# drain with the engine's contexts completes, itself, a posted receive that takes a plain eager
+# message whole (the rules of mmpi/_arrivals.py), and hands on everything else unchanged
+class Ctx:
+    def __init__(self, members):
+        self.from_world = {w: r for r, w in enumerate(members)}
+        self.queues = MatchQueues()
+
+
+def post(ctx, source, tag, nbytes, after=None):
+    op = Op(matched=False)
+    op.after = after
+    view = None if nbytes is None else memoryview(bytearray(nbytes))
+    ctx.queues.posted.append(Posted(source, tag, view, op, "Irecv"))
+    return op, view
+
+
+ctx = Ctx([7, 3])  # world ranks 7 and 3 are ranks 0 and 1 of context 5
+first, v1 = post(ctx, 1, 4, 8)
+second, v2 = post(ctx, None, None, 8)  # any source, any tag
+own, _ = post(ctx, 0, 9, None)  # wants a buffer of its own: Python's
+short, _ = post(ctx, 0, 10, 2)  # too small: Python fails it, naming the sizes
+later, _ = post(ctx, 0, 11, 8, after=[len])  # steps to run at completion: Python's
+sends = [(3, 4, 5, b"AAAAAAAA"), (3, 4, 5, b"BBBB"), (7, 9, 5, b"own"), (7, 10, 5, b"toolong"),
+         (7, 11, 5, b"later"), (7, 12, 6, b"unknown context"), (9, 12, 5, b"not a member")]
+for src, tag, cid, payload in sends:
+    crank.send_eager(h, P.T_EAGER, src, 0, tag, cid, 0, 0, memoryview(payload))
+crank.send_eager(h, P.T_EAGER, 3, 0, 4, 5, P.F_SYNC, 1, memoryview(b"sync"))
+got = []
+while len(got) < 6:
+    got += crank.drain(h, {5: ctx}) or []
+assert first.done and first.matched and (first.source, first.tag, first.nbytes) == (1, 4, 8)
+assert bytes(v1) == b"AAAAAAAA", bytes(v1)
+assert second.done and (second.source, second.tag, second.nbytes) == (1, 4, 4), second.nbytes
+assert bytes(v2[:4]) == b"BBBB"
+assert not (own.done or short.done or later.done)
+assert [r.op for r in ctx.queues.posted] == [own, short, later], "completed receives stay posted"
+left = [(bytes(buf[P.ENVELOPE_SIZE:]), src) for _, buf, src, _, _ in got]
+assert left == [(b"own", 7), (b"toolong", 7), (b"later", 7), (b"unknown context", 7),
+                (b"not a member", 9), (b"sync", -1)], left
+assert crank.drain(h, {5: ctx}) is None
+# once a message is left to Python, the later ones are too: it must meet the posted receives
+# first (the message left here would be a large one's envelope, for the same receive)
+ctx = Ctx([7, 3])
+anyone, _ = post(ctx, None, None, 8)
+crank.send_eager(h, P.T_EAGER, 3, 0, 4, 5, P.F_SYNC, 1, memoryview(b"first"))
+crank.send_eager(h, P.T_EAGER, 3, 0, 4, 5, 0, 0, memoryview(b"second"))
+got = []
+while len(got) < 2:
+    got += crank.drain(h, {5: ctx}) or []
+assert not anyone.done and [bytes(b[P.ENVELOPE_SIZE:]) for _, b, *_ in got] == \
+    [b"first", b"second"], got
 while not crank.reap():
     pass
 print("CRANK WIRE OK", flush=True)
