@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _op
 from ._matching import Arrived, Posted
 from ._native import MPI
 from ._op import Op
@@ -108,8 +107,8 @@ class ForwardedArrivals:
             op.fail(self._truncated(recv, op))
         else:
             view[: len(data)] = data
-        if posted and op.after is None and _op.ACTIVE is None:
-            op.matched = op.done = True  # nothing left for poll() to do
+        if posted and op.after is None:
+            op.matched = op.done = True  # nothing left for poll(), nor a progress thread
         else:
             op.start([])
 

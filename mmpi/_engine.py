@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import _fastpath, _op
+from . import _fastpath
 from ._context import Context
 from ._crossing import Crossings
 from ._departures import Departures
@@ -203,10 +203,8 @@ class Engine:
         """Pull what the forwarders have sent (the bridged half of `progress`)."""
         did = False
         if self.fast is not None:  # the same, each link's messages in one call (_crank.c)
-            drain, plain = self.fast.drain, self.p2p.on_plain
-            # what a posted receive takes whole, drain completes itself (not with a progress
-            # thread: its operations are completed through _op.ACTIVE)
-            contexts = self.contexts if _op.ACTIVE is None else None
+            # what a posted receive takes whole, drain completes itself
+            drain, plain, contexts = self.fast.drain, self.p2p.on_plain, self.contexts
             for i, handle in enumerate(self.handles):
                 got = drain(handle, contexts)
                 if got is not None:
