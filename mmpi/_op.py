@@ -17,7 +17,9 @@ PENDING = object()  # what a non-blocking look at a wait says while it is not ov
 # Operations under way, for the progress thread to complete (a list while one runs, see
 # _progress; None otherwise, and nothing is recorded).
 ACTIVE: list | None = None
-NEW_WORK = False  # set when something is left for the progress thread (it wakes on it)
+# Set when something is left for the progress thread (it wakes on it): True, or the receive
+# last posted without a match (the thread is woken only if it is still unmatched).
+NEW_WORK: bool | Op = False
 
 
 class Op:

@@ -268,7 +268,7 @@ class PointToPoint(ForwardedArrivals):
             else:
                 self._deliver(recv, m)
         else:
-            _op.NEW_WORK = True  # a progress thread, if any, has a receive to look after
+            _op.NEW_WORK = op  # a progress thread, if any, has a receive to look after
             if source is not None and ctx.local_of[source] < 0:
                 op.remote = True  # only a forwarder can bring it (see Engine.wait_for)
         return op

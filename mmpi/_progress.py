@@ -221,10 +221,10 @@ def _locked(fn):
             return result
         new, _op.NEW_WORK = _op.NEW_WORK, False
         # wake the sleeping thread if this call left something in flight: a collective
-        # queued, its newest operation, a receive it posted (older ones: the thread's own
-        # look every _IDLE_CHECK)
+        # queued, its newest operation, the receive it posted last if still unmatched (older
+        # ones: the thread's own look every _IDLE_CHECK); no scan of every queue per call
         if (t.engine.background or (active and not active[-1].done)
-                or (new and t.engine.in_flight())):
+                or (new is not True and new and not new.matched)):
             t.wake.set()
         return result
     call.__mmpi_locked__ = True
