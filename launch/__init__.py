@@ -6,7 +6,8 @@ from ._dvm import DVMError
 from ._dvm import running as openmpi_dvm
 from ._openmpi import detect as detect_mpi
 from ._openmpi import prefix_env as openmpi_env
-from .config import Config, ConfigError, Host, load, with_overrides
+from ._overrides import with_overrides
+from .config import Config, ConfigError, Host, load
 from .plan import Launch, Plan, make_plan
 from .runner import LaunchError, run
 

@@ -19,6 +19,7 @@ from mmpi.wire import rendezvous as _rendezvous
 
 from . import _command, _monitoring, _openmpi, _status, hygiene
 from . import config as _config
+from ._overrides import with_overrides
 from ._placement import LOCALHOST
 from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace, command: list[str]) -> int:
     config = _config.load(args.config)
-    config = _config.with_overrides(
+    config = with_overrides(
         config, low=args.low, high=args.high, forwarders=args.forwarders,
         placement=args.placement, forwarder_cpus=args.forwarder_cpus,
         mpi4py_hook=args.mpi4py_hook, rank_map=args.rank_map, monitor=args.monitor,

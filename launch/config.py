@@ -70,9 +70,8 @@ for ``localhost``), with the cluster's key path too.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -273,102 +272,21 @@ def parse(
         source=source,
         owners=owners,
         rank_map="rank_map" if owners is not None else None,
-        monitor=_directory(top.get("monitor"), "monitor", base_dir),
-        progress=None if "progress" not in top else _progress(top["progress"], "progress"),
+        monitor=directory_of(top.get("monitor"), "monitor", base_dir),
+        progress=None if "progress" not in top else progress_mode(top["progress"], "progress"),
     )
 
 
 PROGRESS_MODES = ("off", "leaders", "all", "auto")  # as mmpi._progress.MODES
 
 
-def _progress(value: object, path: str) -> str:
-    # YAML reads a bare `off` as False
+def progress_mode(value: object, path: str) -> str:
+    """One of PROGRESS_MODES (YAML reads a bare `off` as False)."""
     if value is False:
         value = "off"
     if not isinstance(value, str) or value not in PROGRESS_MODES:
         raise ConfigError(path, f"expected one of {list(PROGRESS_MODES)}, got {show(value)}")
     return value
-
-
-def with_overrides(
-    config: Config,
-    *,
-    low: int | None = None,
-    high: int | None = None,
-    forwarders: int | None = None,
-    placement: str | None = None,
-    forwarder_cpus: Sequence[int] | None = None,
-    mpi4py_hook: bool | None = None,
-    rank_map: str | None = None,
-    monitor: str | None = None,
-    progress: str | None = None,
-) -> Config:
-    """Apply command-line overrides, validated by the file's own checks.
-
-    ``--low``, ``--high``, ``--forwarders``, ``--placement`` (both clusters),
-    ``--forwarder-cpus`` (the single zipper node's ``cpus``), ``--no-mpi4py-hook``,
-    ``--rank-map`` (a rank map file, checked against the cluster sizes after ``--low`` and
-    ``--high``) and ``--monitor`` (a directory, relative to the current one).
-    """
-    if mpi4py_hook is not None:
-        hook = boolean(mpi4py_hook, "mpi4py_hook (from --no-mpi4py-hook)")
-        config = dataclasses.replace(config, mpi4py_hook=hook)
-    if low is not None:
-        ranks = positive_int(low, "clusters.low.ranks (from --low)")
-        config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=ranks))
-    if high is not None:
-        ranks = positive_int(high, "clusters.high.ranks (from --high)")
-        config = dataclasses.replace(config, high=dataclasses.replace(config.high, ranks=ranks))
-    if forwarders is not None:
-        path = "zipper[0].forwarders (from --forwarders)"
-        config = _single_zipper(config, path, "forwarders", positive_int(forwarders, path))
-    if placement is not None:
-        _placement_of(placement, "clusters.low.placement (from --placement)")  # both alike
-        config = dataclasses.replace(
-            config,
-            low=dataclasses.replace(config.low, placement=placement),
-            high=dataclasses.replace(config.high, placement=placement),
-        )
-    if forwarder_cpus is not None:
-        cpus = _cpus(list(forwarder_cpus), "zipper[0].cpus", " (from --forwarder-cpus)")
-        config = _single_zipper(config, "zipper[0].cpus (from --forwarder-cpus)", "cpus", cpus)
-    if progress is not None:
-        config = dataclasses.replace(
-            config, progress=_progress(progress, "progress (from --progress)"))
-    if monitor is not None:
-        directory = _directory(monitor, "monitor (from --monitor)", Path.cwd())
-        config = dataclasses.replace(config, monitor=directory)
-    if rank_map is not None:
-        owners = _rank_map_file(rank_map, "--rank-map", None, config.low.ranks, config.high.ranks)
-        config = dataclasses.replace(config, owners=owners, rank_map="--rank-map")
-    elif config.owners is not None and (low is not None or high is not None):
-        for c in config.clusters:  # the file's rank map against the new sizes
-            n = config.owners.count(c.name)
-            if n != c.ranks:
-                raise ConfigError(
-                    config.rank_map or "rank_map",
-                    f"{c.name} lists {n} rank{'s' * (n != 1)} but the job has {c.ranks} in the "
-                    f"{c.name} cluster (from --{c.name})",
-                    source=config.source,
-                )
-    return config
-
-
-def _single_zipper(config: Config, path: str, key: str, value: object) -> Config:
-    """`config` with its one zipper node's `key` set to `value` (a command-line override).
-
-    A job with several zipper nodes must set them in its file: which one would be meant?
-    """
-    if len(config.zipper) != 1:
-        raise ConfigError(
-            path,
-            f"the job has {len(config.zipper)} zipper nodes; set zipper[i].{key} in the file "
-            "instead",
-            source=config.source,
-        )
-    return dataclasses.replace(
-        config, zipper=(dataclasses.replace(config.zipper[0], **{key: value}),)
-    )
 
 
 # -- sections ------------------------------------------------------------------------------------
@@ -396,7 +314,7 @@ def _cluster(
         hosts = from_slurm(environ, f"{path}.hosts")
     else:
         hosts = host_list(m.get("hosts", ["localhost"]), f"{path}.hosts")
-    placement = _placement_of(m.get("placement", "block"), f"{path}.placement")
+    placement = placement_of(m.get("placement", "block"), f"{path}.placement")
     sockets, cores = shape(m, path)
     return Cluster(
         name=name,
@@ -456,17 +374,18 @@ def _zipper(value: object, path: str) -> Zipper:
         forwarders=positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
         interfaces=MappingProxyType(interfaces),
         wrapper=wrapper(m.get("wrapper", []), f"{path}.wrapper"),
-        cpus=_cpus(m.get("cpus", []), f"{path}.cpus"),
+        cpus=cpu_list(m.get("cpus", []), f"{path}.cpus"),
     )
 
 
-def _placement_of(value: object, path: str) -> str:
+def placement_of(value: object, path: str) -> str:
+    """One of PLACEMENTS."""
     if value not in PLACEMENTS:
         raise ConfigError(path, f"expected one of {list(PLACEMENTS)}, got {show(value)}")
     return value
 
 
-def _cpus(value: object, path: str, origin: str = "") -> tuple[int, ...]:
+def cpu_list(value: object, path: str, origin: str = "") -> tuple[int, ...]:
     """CPU numbers to bind to: a list of integers >= 0 (None or [] for none).
 
     `origin` (" (from --flag)") follows the key path in errors, after the item's index.
@@ -490,7 +409,7 @@ def _rank_map(
     if value is None:
         return None
     if isinstance(value, str):
-        return _rank_map_file(value, path, base_dir, low, high)
+        return rank_map_file(value, path, base_dir, low, high)
     if not isinstance(value, Mapping):
         raise ConfigError(
             path, f"expected a rank map file or a mapping {{low: [...], high: [...]}}, got "
@@ -503,7 +422,7 @@ def _rank_map(
         raise ConfigError("", str(exc)) from None
 
 
-def _rank_map_file(
+def rank_map_file(
     value: object, path: str, base_dir: Path | None, low: int, high: int
 ) -> tuple[str, ...]:
     """A rank map file (relative to `base_dir`), checked against the cluster sizes."""
@@ -521,7 +440,7 @@ def _rank_map_file(
         raise ConfigError("", str(exc)) from None
 
 
-def _directory(value: object, path: str, base_dir: Path | None) -> str | None:
+def directory_of(value: object, path: str, base_dir: Path | None) -> str | None:
     """A directory mmpi-run writes to (made absolute against `base_dir`); None stays None."""
     name = optional_str(value, path, "a directory", spaces=True)
     if name is None:
@@ -544,6 +463,10 @@ __all__ = [
     "Zipper",
     "load",
     "loads",
+    "cpu_list",
+    "directory_of",
     "parse",
-    "with_overrides",
+    "placement_of",
+    "progress_mode",
+    "rank_map_file",
 ]

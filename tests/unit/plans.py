@@ -6,7 +6,8 @@ import pytest
 
 from launch._hosts import Machine
 from launch._openmpi import MPICH
-from launch.config import ConfigError, load, parse, with_overrides
+from launch._overrides import with_overrides
+from launch.config import ConfigError, load, parse
 from launch.plan import Plan, make_plan
 
 PY = "/usr/bin/python3"

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from launch._overrides import with_overrides
 from launch.config import (
     Cluster,
     ConfigError,
@@ -16,7 +17,6 @@ from launch.config import (
     load,
     loads,
     parse,
-    with_overrides,
 )
 from mmpi.errors import MMPIError
 

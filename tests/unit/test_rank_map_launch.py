@@ -13,9 +13,10 @@ import pytest
 from launch import _monitoring
 from launch._diagnose import CLUSTER, Evidence, JobEnd, diagnose
 from launch._hosts import Machine
+from launch._overrides import with_overrides
 from launch._readers import RankDemux
 from launch.cli import main
-from launch.config import ConfigError, load, loads, parse, with_overrides
+from launch.config import ConfigError, load, loads, parse
 from launch.hygiene import Pids
 from launch.plan import make_plan
 from mmpi.errors import BridgeError
