@@ -7,89 +7,30 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from hydra_text import BANNER_KILLED, FORWARDER_CRASH
+from runner_jobs import (
+    AFTER_SLEEPERS,
+    M,
+    cluster,
+    fwd,
+    make_rendezvous,
+    pids,
+    py,
+    sleeper,
+    wait_dead,
+)
 
-from launch import hygiene
-from launch.plan import CHUNK_MARK, CLUSTER, FORWARDER, Launch, Plan
+from launch.plan import CLUSTER, FORWARDER, Launch, Plan
 from launch.runner import LaunchError, run
-
-M = CHUNK_MARK  # what Hydra's -prepend-pattern puts before "[k] "
-
-
-def py(code: str, *args: str, site: bool = False) -> tuple[str, ...]:
-    """Argv running the python one-liner `code` with `args`."""
-    # -S (no site-packages) halves the start-up time, which dominates these tests on 2 cores.
-    return (sys.executable, *(() if site else ("-S",)), "-c", textwrap.dedent(code), *args)
-
-
-def fwd(code: str, name: str = "fwd0") -> Launch:
-    return Launch(name, FORWARDER, py(code))
-
-
-def cluster(name: str, code: str, ranks: int = 2, first_vrank: int = 0) -> Launch:
-    return Launch(name, CLUSTER, py(code), {"JOB": name}, ranks, first_vrank)
-
-
-# A job that records its pid (and a grandchild's, in the same process group), then sleeps.
-SLEEPER = """
-import os, subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write(f"{os.getpid()} {child.pid}")
-os.replace(sys.argv[1] + ".tmp", sys.argv[1])
-time.sleep(60)
-"""
-
-# Wait until the sleepers have written their pid files, then run the rest of the job.
-AFTER_SLEEPERS = """
-import os, sys, time
-while not all(os.path.exists(p) for p in sys.argv[1:]):
-    time.sleep(0.01)
-"""
-
-
-def sleeper(name: str, role: str, pidfile: Path) -> Launch:
-    return Launch(name, role, py(SLEEPER, str(pidfile)), {}, 1, 0)
-
-
-def pids(*files: Path) -> list[int]:
-    return [int(p) for f in files for p in f.read_text().split()]
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs; a zombie nobody reaps (PID 1 here does not) counts as dead."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):  # gone, or reaped mid-read
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_dead(pid_list: list[int], timeout: float = 2.0) -> list[int]:
-    """Return the pids still alive after `timeout` s (grandchildren die asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in pid_list) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return [p for p in pid_list if alive(p)]
 
 
 @pytest.fixture
 def rendezvous(tmp_path: Path) -> Path:
-    path = tmp_path / "rendezvous"
-    path.mkdir()
-    (path / "secret").write_text("x")
-    # As if a rank of each cluster had joined the bridge (no process has pid 0), or the runner
-    # would fail these clusters of one-liners as separate worlds.
-    for c in ("low", "high"):
-        (path / f"rank.{c}.9.pid").write_text("0 9")
-    return path
-
+    return make_rendezvous(tmp_path)
 
 # -- real processes -----------------------------------------------------------------------------
 
@@ -338,51 +279,6 @@ def test_lines_never_interleave(capsys, rendezvous):
 
 
 @pytest.mark.timeout(20)
-def test_shm_files_left_by_a_failure_are_removed(rendezvous, tmp_path, monkeypatch):
-    shm = tmp_path / "shm"
-    shm.mkdir()
-    monkeypatch.setattr(hygiene, "SHM_GLOB", str(shm / "mpich_shm_*"))
-    (shm / "mpich_shm_before").write_text("")
-    left, busy = shm / "mpich_shm_left", shm / "mpich_shm_busy"
-    # Another MPI job of ours whose segment appears during the run and stays open: leave it.
-    other = subprocess.Popen(
-        py(
-            """
-            import os, sys, time
-            while not os.path.exists(sys.argv[1]):
-                time.sleep(0.01)
-            f = open(sys.argv[2], "w")
-            time.sleep(30)
-            """,
-            str(left),
-            str(busy),
-        )
-    )
-    try:
-        # The failing job leaves a segment behind, and fails once the other one exists.
-        code = f"""
-        import os, time
-        open({str(left)!r}, "w").close()
-        while not os.path.exists({str(busy)!r}):
-            time.sleep(0.01)
-        raise SystemExit(2)
-        """
-        assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 2
-        assert sorted(p.name for p in shm.iterdir()) == ["mpich_shm_before", "mpich_shm_busy"]
-    finally:
-        other.kill()
-        other.wait()
-
-
-@pytest.mark.timeout(20)
-def test_shm_files_are_left_alone_on_success(rendezvous, tmp_path, monkeypatch):
-    monkeypatch.setattr(hygiene, "SHM_GLOB", str(tmp_path / "mpich_shm_*"))
-    code = f"open({str(tmp_path / 'mpich_shm_x')!r}, 'w').close()"
-    assert run(Plan((cluster("low", code),)), rendezvous=rendezvous) == 0
-    assert (tmp_path / "mpich_shm_x").exists()
-
-
-@pytest.mark.timeout(20)
 def test_cli_reports_a_launcher_that_cannot_start(capsys, tmp_path, monkeypatch):
     from launch.cli import main
 
@@ -396,90 +292,6 @@ def test_cli_reports_a_launcher_that_cannot_start(capsys, tmp_path, monkeypatch)
     err = capsys.readouterr().err
     assert err.startswith("mmpi-run: cannot start forwarder 'fwd0': ")
     assert [p.name for p in tmp_path.iterdir()] == ["job.yaml"]  # rendezvous dir removed
-
-
-@pytest.mark.timeout(20)
-def test_jobs_die_with_a_killed_runner(tmp_path):
-    # SIGKILL leaves mmpi-run no chance to clean up; the kernel must SIGTERM its jobs.
-    pidfile = tmp_path / "low.pid"
-    script = f"""
-    import sys
-    from launch.plan import Launch, Plan
-    from launch.runner import run
-    sleeper = Launch("low", "cluster", (sys.executable, "-S", "-c", {SLEEPER!r}, {str(pidfile)!r}))
-    run(Plan((sleeper,)), rendezvous={str(tmp_path / "rv")!r})
-    """
-    runner_proc = subprocess.Popen(py(script, site=True))
-    try:
-        deadline = time.monotonic() + 10
-        while not pidfile.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        job_pid = pids(pidfile)[0]  # the job itself; its child is mpiexec's to stop
-        runner_proc.kill()
-        runner_proc.wait()
-        assert wait_dead([job_pid], timeout=5) == []
-    finally:
-        runner_proc.kill()
-        runner_proc.wait()
-
-
-@pytest.mark.timeout(20)
-def test_a_killed_runner_leaves_no_rendezvous_and_no_shm(tmp_path):
-    # The watchdog: SIGKILL gives mmpi-run no chance; its helper must clean up after it.
-    rv = tmp_path / "mmpi-rv"
-    rv.mkdir()
-    (rv / "secret").write_text("x")
-    pidfile = tmp_path / "low.pid"
-    shm = Path(f"/dev/shm/mpich_shm_mmpitest_{os.getpid()}_{time.monotonic_ns()}")
-    job = SLEEPER.replace("time.sleep(60)", f"open({str(shm)!r}, 'w').close(); time.sleep(60)")
-    script = f"""
-    import sys
-    from launch.plan import Launch, Plan
-    from launch.runner import run
-    job = Launch("low", "cluster", (sys.executable, "-S", "-c", {job!r}, {str(pidfile)!r}),
-                 {{"MMPI_RENDEZVOUS": {str(rv)!r}}})
-    run(Plan((job,)), rendezvous={str(rv)!r})
-    """
-    runner_proc = subprocess.Popen(py(script, site=True))
-    try:
-        deadline = time.monotonic() + 10
-        while not (pidfile.exists() and shm.exists()) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        job_pid = pids(pidfile)[0]
-        runner_proc.kill()
-        runner_proc.wait()
-        killed_at = time.monotonic()
-        while (rv.exists() or shm.exists()) and time.monotonic() < killed_at + 5:
-            time.sleep(0.02)
-        assert not rv.exists(), "the rendezvous directory (with the secret) was left behind"
-        assert not shm.exists(), "a shm segment of the job was left behind"
-        assert wait_dead([job_pid], timeout=1) == []
-    finally:
-        runner_proc.kill()
-        runner_proc.wait()
-        shm.unlink(missing_ok=True)
-
-
-@pytest.mark.timeout(20)
-def test_clusters_whose_ranks_never_join_are_separate_worlds(capsys, tmp_path):
-    rv = tmp_path / "rv"
-    rv.mkdir()
-    (rv / "port.0.low").write_text("port")  # the forwarder was ready; nobody came
-    pidfile = tmp_path / "fwd.pid"
-    plan = Plan(
-        (
-            sleeper("fwd0", FORWARDER, pidfile),
-            Launch("low", CLUSTER, py(AFTER_SLEEPERS + "print('alone')", str(pidfile)), {}, 2),
-            cluster("high", "import time; time.sleep(0.2); print('alone too')", 2, 2),
-        )
-    )
-    start = time.monotonic()
-    assert run(plan, rendezvous=rv) == 69
-    assert time.monotonic() - start < 5  # not the forwarder's shutdown grace of 10 s
-    assert wait_dead(pids(pidfile)) == []
-    err = capsys.readouterr().err
-    assert "mmpi-run: cluster 'low' finished (status 0) but no rank joined the bridge: the job " \
-           "ran as separate worlds, one per cluster, not as one of 4 ranks" in err
 
 
 @pytest.mark.timeout(20)
