@@ -110,6 +110,19 @@ def _no_shm_left_behind():
 
 
 @pytest.fixture
+def rendezvous(tmp_path: Path) -> Path:
+    """A rendezvous directory for launch.runner's tests, as if a rank of each cluster had
+    joined the bridge (no process has pid 0): else the runner fails their clusters of
+    one-liners as separate worlds."""
+    path = tmp_path / "rendezvous"
+    path.mkdir()
+    (path / "secret").write_text("x")
+    for c in ("low", "high"):
+        (path / f"rank.{c}.9.pid").write_text("0 9")
+    return path
+
+
+@pytest.fixture
 def bridged():
     """bridged(prog, *args, low=2, high=2, timeout=120) -> Job, through mmpi-run."""
 

@@ -70,15 +70,3 @@ def wait_dead(pid_list: list[int], timeout: float = 2.0) -> list[int]:
     while any(alive(p) for p in pid_list) and time.monotonic() < deadline:
         time.sleep(0.02)
     return [p for p in pid_list if alive(p)]
-
-
-def make_rendezvous(tmp_path: Path) -> Path:
-    """A rendezvous directory as if a rank of each cluster had joined the bridge."""
-    path = tmp_path / "rendezvous"
-    path.mkdir()
-    (path / "secret").write_text("x")
-    # No process has pid 0; without these the runner would fail these clusters of one-liners
-    # as separate worlds.
-    for c in ("low", "high"):
-        (path / f"rank.{c}.9.pid").write_text("0 9")
-    return path

@@ -14,7 +14,6 @@ from runner_jobs import (
     AFTER_SLEEPERS,
     SLEEPER,
     cluster,
-    make_rendezvous,
     pids,
     py,
     sleeper,
@@ -25,11 +24,6 @@ from launch import hygiene
 from launch.hygiene import NO_PIDS, Pids, in_job, kill_job, read_pids
 from launch.plan import CLUSTER, FORWARDER, Launch, Plan
 from launch.runner import run
-
-
-@pytest.fixture
-def rendezvous(tmp_path: Path) -> Path:
-    return make_rendezvous(tmp_path)
 
 
 def _sleeper(env: dict[str, str]) -> subprocess.Popen:

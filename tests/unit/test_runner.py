@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from hydra_text import BANNER_KILLED, FORWARDER_CRASH
@@ -17,7 +16,6 @@ from runner_jobs import (
     M,
     cluster,
     fwd,
-    make_rendezvous,
     pids,
     py,
     sleeper,
@@ -26,11 +24,6 @@ from runner_jobs import (
 
 from launch.plan import CLUSTER, FORWARDER, Launch, Plan
 from launch.runner import LaunchError, run
-
-
-@pytest.fixture
-def rendezvous(tmp_path: Path) -> Path:
-    return make_rendezvous(tmp_path)
 
 # -- real processes -----------------------------------------------------------------------------
 

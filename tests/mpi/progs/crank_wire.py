@@ -2,9 +2,10 @@
 
 `_mmpi_crank.send_eager` sends to this process itself on COMM_SELF, as it would to a
 forwarder: the bytes must be what `protocol.pack_eager_into` / `pack_crossing` make for the
-same fields. `drain` must return every waiting message, in order, with its tag, and read the envelope of
-a plain eager one as `protocol.plain_eager` does (src -1 for any other); `wait_link`
-must say whether one waits; `reap` must empty the outbox once the sends completed.
+same fields. `drain` must return every waiting message, in order, with its tag, and read the
+envelope of a plain eager one as `protocol.plain_eager` does (src -1 for any other), and
+complete the receives posted for plain eager ones as mmpi/_arrivals.py does; `wait_link` must
+say whether one waits; `reap` must empty the outbox once the sends completed.
 """
 
 import _mmpi_crank as crank
@@ -29,7 +30,8 @@ for mpitag, src, dst, tag, ctx, flags, aux, payload in cases:
 assert crank.wait_link(h, 1000) is True
 got = crank.drain(h)
 assert got is not None and len(got) == len(cases), got
-for (mpitag, src, dst, tag, ctx, flags, aux, payload), (rtag, buf, *head) in zip(cases, got):
+for case, (rtag, buf, *head) in zip(cases, got, strict=True):
+    mpitag, src, dst, tag, ctx, flags, aux, payload = case
     assert rtag == mpitag, (rtag, mpitag)
     plain = P.plain_eager(buf) if mpitag == P.T_EAGER else None
     assert head == ([-1, 0, 0] if plain is None else list(plain)), (head, plain)
@@ -54,7 +56,7 @@ for i in range(300):
     crank.send_eager(h, P.T_EAGER, 0, 0, i, 0, 0, 0, i.to_bytes(4, "little"))
 seen = []
 while len(seen) < 300:
-    for rtag, buf, *_ in crank.drain(h) or ():
+    for _, buf, *_ in crank.drain(h) or ():
         seen.append(int.from_bytes(buf[P.ENVELOPE_SIZE:], "little"))
 assert seen == list(range(300)), seen[:10]
 while not crank.reap():
