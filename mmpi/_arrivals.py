@@ -3,22 +3,17 @@
 A mixin of `_p2p.PointToPoint` (its state, its matcher queues): what a forwarder link brings
 (eager messages, large ones' envelopes, acknowledgements, pulls, credits, stripes, fan-out
 bytes) goes where it belongs. The commonest, a plain eager message, takes the shortest way
-(`on_plain` when the compiled path has read its envelope, `on_eager`): one lookup of its
-context, the matcher, and a copy.
+(`_plain_eager`, through `on_plain` when the compiled path has read its envelope): one
+lookup of its context, the matcher, and a copy.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from ._matching import Arrived, Posted
 from ._native import MPI
 from ._op import Op
 from .errors import ProtocolError, TruncationError
 from .wire import protocol as P
-
-if TYPE_CHECKING:
-    from ._context import Context
 
 _BYTE = MPI.BYTE
 
@@ -60,7 +55,7 @@ class ForwardedArrivals:
             op.fail(self._truncated(recv, m))
             return
         view, data = recv.view, m.data
-        if not m.natives and m.more is None and credit is None and m.spare is None:
+        if m.whole():
             view[: m.nbytes] = data  # an eager message: its bytes are all here
             op.start([])
             return
@@ -75,22 +70,26 @@ class ForwardedArrivals:
 
     def on_plain(self, link: int, buf: bytearray, src: int, tag: int, cid: int) -> None:
         """A plain eager message from `link`, its envelope read by the compiled path."""
+        if not self._plain_eager(buf, src, tag, cid):
+            self.on_forwarded(link, buf, P.T_EAGER)  # not registered yet, or wrong
+
+    def _plain_eager(self, buf: bytearray, src: int, tag: int, cid: int) -> bool:
+        """A plain eager message into its receive, or queued; False if no context knows it.
+
+        `buf` holds envelope and payload, from world rank `src` on context `cid`.
+        """
         ctx = self.engine.contexts.get(cid)
         source = ctx.from_world.get(src) if ctx is not None else None
-        if source is None:  # not registered yet, or wrong: the general way
-            self.on_forwarded(link, buf, P.T_EAGER)
-        else:
-            self.on_eager(ctx, source, tag, buf)
-
-    def on_eager(self, ctx: Context, source: int, tag: int, buf: bytearray) -> None:
-        """A plain eager message (envelope and payload in `buf`): to its receive, or queued."""
+        if source is None:
+            return False
         queues = ctx.queues
         recv = queues.match(source, tag) if queues.posted else None
         data = memoryview(buf)[P.ENVELOPE_SIZE:]
         if recv is None:
             queues.keep(Arrived(source, tag, len(data), data=data))
-            return
-        self._eager_into(recv, source, tag, data)
+        else:
+            self._eager_into(recv, source, tag, data)
+        return True
 
     def _eager_into(self, recv: Posted, source: int, tag: int, data: memoryview,
                     posted: bool = True) -> None:
@@ -115,12 +114,8 @@ class ForwardedArrivals:
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
         head = P.plain_eager(buf) if tag == P.T_EAGER else None
-        if head is not None:  # the commonest: straight to the matcher
-            ctx = self.engine.contexts.get(head[2])
-            source = ctx.from_world.get(head[0]) if ctx is not None else None
-            if source is not None:
-                self.on_eager(ctx, source, head[1], buf)
-                return
+        if head is not None and self._plain_eager(buf, *head):  # the commonest: the matcher
+            return
         env = P.unpack(buf)
         kind = env.kind
         if kind == P.K_ACK:

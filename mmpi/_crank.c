@@ -183,8 +183,8 @@ static int int_is(PyObject *o, long want) { /* o == want, for an int o */
     return v == want && !(v == -1 && PyErr_Occurred());
 }
 
-/* Complete the receive posted for a plain eager message, as mmpi/_arrivals.py's on_eager and
- * _eager_into do (the reference): the earliest posted receive of context `cid` that accepts
+/* Complete the receive posted for a plain eager message, as mmpi/_arrivals.py's _plain_eager
+ * and _eager_into do (the reference): the earliest posted receive of context `cid` that accepts
  * (source, tag) takes it, if it has a buffer the bytes fit in and nothing to run at completion.
  * 1 if done here; 0 if the message is left to the Python path, nothing changed; -1 on error. */
 static int complete_posted(PyObject *contexts, int32_t src, int32_t utag, int32_t cid,

@@ -67,6 +67,11 @@ class Arrived:
         self.credit = None  # a large message under the sender's credit: (sender, bytes)
         self.tree = None  # a fan-out's ticket: the bytes it stands for (see _fanout)
 
+    def whole(self) -> bool:
+        """Whether its bytes are all in `data`, nothing to return or wait for: a copy takes it."""
+        return (self.data is not None and not self.natives and self.more is None
+                and self.credit is None and self.spare is None and self.pull is None)
+
 
 class MatchQueues(Generic[M, R]):
     """The posted-receive and unexpected-message queues of one context."""

@@ -154,8 +154,7 @@ class PointToPoint(ForwardedArrivals):
                  tag: int | None) -> Arrived | None:
         """Recv's short way: a small forwarded message come already, if it fits; else None."""
         m = ctx.queues.peek(source, tag)
-        if m is None or m.data is None or m.natives or m.more is not None or m.credit is not None \
-                or m.spare is not None or m.pull is not None or m.nbytes > len(view):
+        if m is None or not m.whole() or m.nbytes > len(view):
             return None
         self.take(ctx, m)
         view[: m.nbytes] = m.data
@@ -262,8 +261,7 @@ class PointToPoint(ForwardedArrivals):
         recv = Posted(source, tag, view, op, call)
         m = ctx.queues.post(recv)
         if m is not None:
-            if m.data is not None and m.sync is None and not m.natives and m.more is None \
-                    and m.credit is None and m.spare is None and m.tree is None:
+            if m.whole() and m.sync is None:
                 self._eager_into(recv, m.source, m.tag, m.data, False)  # come already, whole
             else:
                 self._deliver(recv, m)
