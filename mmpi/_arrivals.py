@@ -114,7 +114,7 @@ class ForwardedArrivals:
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """A T_EAGER or T_LARGE message (envelope, maybe payload) from forwarder `link`."""
         head = P.plain_eager(buf) if tag == P.T_EAGER else None
-        if head is not None and self._plain_eager(buf, *head):  # the commonest: the matcher
+        if head is not None and self._plain_eager(buf, head[0], head[1], head[2]):  # commonest
             return
         env = P.unpack(buf)
         kind = env.kind
