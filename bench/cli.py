@@ -302,7 +302,8 @@ def _report(args: argparse.Namespace, argv: list[str], outcomes: list[Outcome],
         if found:
             doc["loggp"] = [r.as_json(p) for p, regs in found.items() for r in regs]
             doc["loggp_residuals"] = [{"path": p, "from": r.lo, "to": r.hi,
-                                       "residual": r.residual}
+                                       "residual": r.residual, "one_way": r.rt_residual,
+                                       "noise": list(r.noise)}
                                       for p, regs in found.items() for r in regs]
         _note(args, f"wrote {report.write_json(args.json, doc)}")
     if args.plot:

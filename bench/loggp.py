@@ -69,7 +69,9 @@ class Region:
     o_r: float
     g: float
     G: float  # microseconds per byte
-    residual: float  # the fit's largest relative deviation
+    residual: float  # T(s)'s largest relative deviation from the gap's line (noise aside)
+    rt_residual: float  # PRTT(1,0,s)/2's largest relative deviation from the one-way line
+    noise: tuple[int, ...] = ()  # sizes whose gap lay off the line, left out of the fit
 
     def as_json(self, path: str) -> dict:
         """The region as `mmpi-bench --json` writes it (the residual goes elsewhere)."""
@@ -102,19 +104,61 @@ def line(xs: Sequence[float], ys: Sequence[float],
     return my - b * mx, b
 
 
-def _worst(xs, ys, a: float, b: float) -> float:
-    return max(abs(y - (a + b * x)) / max(abs(a + b * x), 1e-9) for x, y in zip(xs, ys,
-                                                                              strict=True))
+def _fit(points: Sequence[Point]) -> tuple[float, ...]:
+    """(L, o_s, o_r, g, G) of `points`.
 
-
-def _fit_gap(points: Sequence[Point]) -> tuple[float, float, float]:
-    """g, G and the largest relative residual of T(s) = g + (s - 1) G over `points`."""
-    xs = [p.size - 1 for p in points]
+    g and G by a line through T(s) = g + (s - 1) G, weighted by relative error (sizes span
+    1 B to MiB, and a small size's point must count as much); the overheads as measured
+    (medians); L what is left of a round trip once the overheads and the bytes are counted, so
+    that the one-way line o_s + L + (s - 1) G + o_r meets the round trips. L is below zero
+    where the overheads, timed around blocking calls, include the transfer (rendezvous).
+    """
     ys = [p.gap for p in points]
-    # relative errors: sizes span 1 B to MiB, and a small size's point must count as much
-    a, b = line(xs, ys, [1.0 / max(y * y, 1e-12) for y in ys])
-    a, b = max(a, 0.0), max(b, 0.0)  # a gap or a cost per byte below zero is noise
-    return a, b, _worst(xs, ys, a, b)
+    g, G = line([p.size - 1 for p in points], ys, [1.0 / max(y * y, 1e-12) for y in ys])
+    g, G = max(g, 0.0), max(G, 0.0)  # a gap or a cost per byte below zero is noise
+    o_s = statistics.median(p.o_s for p in points)
+    o_r = statistics.median(p.o_r for p in points)
+    L = statistics.median(p.prtt1 / 2 - o_s - o_r - (p.size - 1) * G for p in points)
+    return L, o_s, o_r, g, G
+
+
+def _off(p: Point, params: tuple[float, ...]) -> float:
+    """How far `p`'s T(s) lies from the line g + (s - 1) G, relative to the line."""
+    g, G = params[3:]
+    want = g + (p.size - 1) * G
+    return abs(p.gap - want) / max(abs(want), 1e-9)
+
+
+def _off_one_way(p: Point, params: tuple[float, ...]) -> float:
+    """How far `p`'s one-way time PRTT(1, 0, s) / 2 lies from o_s + L + (s - 1) G + o_r."""
+    L, o_s, o_r, _, G = params
+    want = o_s + L + (p.size - 1) * G + o_r
+    return abs(p.prtt1 / 2 - want) / max(abs(want), 1e-9)
+
+
+def _robust(points: Sequence[Point], tolerance: float):
+    """The parameters of `points`, the worst deviation, and the sizes left out as noise.
+
+    Single sizes off the gap's line are left out; None if no line explains the rest within
+    `tolerance`. A size may be left out when it is not the last one (a change of protocol
+    shows there first), nor next to another left out, and at most a third of them are, with
+    MIN_REGION kept: one size off the line with the sizes around it on it is noise (this VM's
+    speed drifts); a protocol change moves every size after it (Netgauge's residual test).
+    """
+    out: list[int] = []
+    while True:
+        kept = [p for i, p in enumerate(points) if i not in out]
+        params = _fit(kept)
+        worst = max(_off(p, params) for p in kept)
+        if worst <= tolerance:
+            return params, worst, out
+        i = max((k for k in range(len(points)) if k not in out),
+                key=lambda k: _off(points[k], params))
+        if (i == len(points) - 1 or i - 1 in out or i + 1 in out
+                or 3 * (len(out) + 1) > len(points)
+                or len(points) - len(out) - 1 < MIN_REGION):
+            return None
+        out.append(i)
 
 
 def regions(points: Sequence[Point], tolerance: float = REGION_TOLERANCE) -> list[Region]:
@@ -124,26 +168,34 @@ def regions(points: Sequence[Point], tolerance: float = REGION_TOLERANCE) -> lis
     start = 0
     while start < len(pts):
         end = min(start + MIN_REGION, len(pts))
-        # grow the region while the line through it still explains every point
-        while end < len(pts) and _fit_gap(pts[start:end + 1])[2] <= tolerance:
-            end += 1
+        # grow the region while its line still explains every size, or all but one that
+        # the next two sizes, back on the line, show to be noise
+        while end < len(pts):
+            if _robust(pts[start:end + 1], tolerance) is not None:
+                end += 1
+            elif end + 2 < len(pts) and _robust(pts[start:end + 3], tolerance) is not None:
+                end += 3
+            else:
+                break
         if len(pts) - end < MIN_REGION and end < len(pts):
             # a tail too short to fit on its own joins the region if it must
-            if _fit_gap(pts[start:])[2] <= 2 * tolerance:
+            if _robust(pts[start:], 2 * tolerance) is not None:
                 end = len(pts)
-        out.append(_region(pts[start:end]))
+        out.append(_region(pts[start:end], tolerance))
         start = end
     return out
 
 
-def _region(pts: Sequence[Point]) -> Region:
-    g, G, residual = _fit_gap(pts)
-    o_s = statistics.median(p.o_s for p in pts)
-    o_r = statistics.median(p.o_r for p in pts)
-    # what is left of a round trip once the overheads and the bytes are counted; below zero
-    # where the overheads, timed around blocking calls, include the transfer (rendezvous)
-    L = statistics.median(p.prtt1 / 2 - p.o_s - p.o_r - (p.size - 1) * G for p in pts)
-    return Region(pts[0].size, pts[-1].size, L, o_s, o_r, g, G, residual)
+def _region(pts: Sequence[Point], tolerance: float) -> Region:
+    fitted = _robust(pts, tolerance) or _robust(pts, 2 * tolerance)
+    if fitted is None:  # sizes no parameters explain: fit them all, and say how badly
+        params = _fit(pts)
+        fitted = params, max(_off(p, params) for p in pts), []
+    params, worst, noise = fitted
+    kept = [p for i, p in enumerate(pts) if i not in noise]
+    return Region(pts[0].size, pts[-1].size, *params, worst,
+                  max(_off_one_way(p, params) for p in kept),
+                  tuple(pts[i].size for i in noise))
 
 
 def predict(found: Sequence[Region], size: int) -> Region | None:
@@ -172,14 +224,17 @@ def fits(rows: Sequence[dict]) -> dict[str, list[Region]]:
 
 def format_fits(found: dict[str, list[Region]]) -> str:
     """One row per path and region; then the bridged path against two across-jobs hops."""
-    lines = ["# LogGP parameters (us; G in us per byte, and the bandwidth 1/G implies)",
+    lines = ["# LogGP parameters (us; G in us per byte, and the bandwidth 1/G implies); how far "
+             "the sizes lie from the region's gap line and one-way line (largest relative "
+             "deviation); sizes whose gap lay off the line, left out as noise",
              f"{'# Path':<10}{'Sizes':>18}{'L':>9}{'o_s':>9}{'o_r':>9}{'g':>9}{'G':>11}"
-             f"{'MB/s':>9}{'residual':>10}"]
+             f"{'MB/s':>9}{'gap dev':>9}{'1-way dev':>10}  noise"]
     for path, regs in found.items():
         for r in regs:
             lines.append(f"{path:<10}{f'{r.lo}-{r.hi}':>18}{r.L:>9.2f}{r.o_s:>9.2f}"
                          f"{r.o_r:>9.2f}{r.g:>9.2f}{r.G:>11.6f}{r.bandwidth():>9.0f}"
-                         f"{r.residual:>10.3f}")
+                         f"{r.residual:>9.3f}{r.rt_residual:>10.3f}  "
+                         + (",".join(map(str, r.noise)) or "-"))
     if "bridged" in found and "across" in found:
         b, a = found["bridged"][0], found["across"][0]
         added = (b.L + b.o_s + b.o_r) - 2 * (a.L + a.o_s + a.o_r)

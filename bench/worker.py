@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        args.compute)
         specs = [_parse_spec(s) for s in args.specs]
         _emit(comm, {"type": "env", **_environment(comm, opts)})
-        for name, sizes in specs:
+        for name, sizes in _schedule(specs):
             if name == "loggp":
                 for size in sizes:
                     _emit(comm, {"type": "result", "bench": name, "size": size,
@@ -117,6 +117,19 @@ def _parse_spec(spec: str) -> tuple[str, list[int]]:
     if name not in BENCHMARKS and name not in OVERLAP_CALLS and name != "loggp":
         raise SystemExit(f"worker: unknown benchmark {name!r}")
     return name, [int(s) for s in sizes.split(",") if s]
+
+
+def _schedule(specs: list[tuple[str, list[int]]]) -> list[tuple[str, list[int]]]:
+    """The points to run, one size at a time, size-less ones (barrier) first.
+
+    Every benchmark's figure of a size is measured within seconds of the others' (this VM's
+    speed drifts over tens of seconds, and loggp's parameters are checked against latency, bw
+    and rate of the same run); in one size, the order of the command line.
+    """
+    first = [(name, sizes) for name, sizes in specs if not sizes]
+    points = sorted(((size, k, name) for k, (name, sizes) in enumerate(specs)
+                     for size in sizes), key=lambda p: p[:2])
+    return first + [(name, [size]) for size, _, name in points]
 
 
 def _emit(comm, record: dict) -> None:

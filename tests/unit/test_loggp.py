@@ -125,3 +125,39 @@ def test_the_plot_has_a_panel_per_path(tmp_path):
             for p in synthetic(0.0)]
     written = report.write_plots(rows, tmp_path)
     assert (tmp_path / "loggp.png") in written and (tmp_path / "loggp.png").stat().st_size > 0
+
+
+def _off_by(points: list[Point], size: int, factor: float) -> list[Point]:
+    """`points` with the back-to-back round trip of `size` made slower by `factor` in gap."""
+    out = []
+    for p in points:
+        if p.size == size:
+            p = Point(p.size, p.prtt1, p.prtt1 + factor * (p.prttn - p.prtt1), p.prttd, p.o_r,
+                      p.n, p.d)
+        out.append(p)
+    return out
+
+
+def test_one_size_off_the_line_is_noise_not_a_protocol_change():
+    found = regions(_off_by(synthetic(0.0), 64, 1.5))
+    assert [(r.lo, r.hi) for r in found] == [(1, 8192), (16384, 4 << 20)]
+    assert found[0].noise == (64,) and found[1].noise == ()
+    assert found[0].g == pytest.approx(EAGER["g"], rel=1e-6)
+    assert "64" in format_fits({"native": found}).splitlines()[2]
+    # two sizes in a row off the line are not noise: the region breaks there
+    twice = regions(_off_by(_off_by(synthetic(0.0), 64, 1.5), 128, 1.5))
+    assert twice[0].hi < 64 and twice[0].noise == ()
+    # nor is the last size a region could take: a change of protocol shows there first
+    last = regions(_off_by(synthetic(0.0), 4 << 20, 1.5))
+    assert all(r.noise == () for r in last) and last[-1].lo == 4 << 20
+
+
+def test_the_one_way_line_meets_the_round_trips_it_was_fitted_on():
+    found = regions(synthetic(0.0))
+    assert all(r.rt_residual == pytest.approx(0, abs=1e-9) for r in found)
+    # overheads that vary inside a region: L is what the region's line leaves, not a point's
+    pts = [Point(p.size, p.prtt1, p.prttn, p.prttd, p.o_r * (3 if p.size == 2 else 1), p.n,
+                 p.d) for p in synthetic(0.0)]
+    first = regions(pts)[0]
+    assert first.one_way(1024) == pytest.approx(
+        next(p.prtt1 / 2 for p in pts if p.size == 1024), rel=1e-6)
