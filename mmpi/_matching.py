@@ -50,7 +50,7 @@ class Arrived:
     """An arrived, unmatched message: a native Message handle, or forwarded bytes."""
 
     __slots__ = ("source", "tag", "nbytes", "message", "data", "natives", "more", "spare",
-                 "sync", "ctx", "pull", "credit", "tree")
+                 "sync", "ctx", "pull", "credit", "tree", "late")
 
     def __init__(self, source, tag, nbytes, message=None, data=None, natives=None, sync=None,
                  ctx=None):
@@ -66,6 +66,7 @@ class Arrived:
         self.pull = None  # a deferred large message: (sender, id) to pull its data with
         self.credit = None  # a large message under the sender's credit: (sender, bytes)
         self.tree = None  # a fan-out's ticket: the bytes it stands for (see _fanout)
+        self.late = None  # a large message whose chunks wait: (link, xfer, chunk, deadline)
 
     def whole(self) -> bool:
         """Whether its bytes are all in `data`, nothing to return or wait for: a copy takes it."""

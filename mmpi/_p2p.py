@@ -8,7 +8,9 @@ sees both clusters and MPI's ordering rules hold across them.
 Rule 1: a local message is left inside MPI (as an `MPI.Message` handle) until a receive
         matches it, then received straight into the user's buffer: no extra copy.
 Rule 2: a forwarded large message is received chunk by chunk straight into the user's buffer
-        when the receive is already posted; otherwise into a spare buffer, reused afterwards.
+        when the receive is already posted, or is posted within MMPI_LATE_US of its envelope
+        (the chunks wait at the forwarder meanwhile); otherwise into a spare buffer, reused
+        afterwards.
 Rule 3: with several forwarders, every message from one sender to one receiver takes the same
         route (protocol Rule 5); one of `stripe_min` bytes or more is striped over all of them
         and put together here at known offsets.
@@ -55,6 +57,7 @@ class PointToPoint(ForwardedArrivals):
         self.chunk = engine.chunk
         self.stripe_min = engine.stripe_min if self.nfwd > 1 else 1 << 62
         self.spares = Spares()
+        self.late: list[Arrived] = []  # unexpected large messages whose chunks wait (LATE)
         self.monitor = None  # a _monitor.Monitor while monitoring is on
         self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
         self.outbox = Outbox()  # and the eager forwarded ones, complete for the program

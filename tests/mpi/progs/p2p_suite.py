@@ -169,6 +169,25 @@ elif rank == size - 1:
     check(got_obj["tag"] == 46 and np.array_equal(got_obj["a"], obj["a"]),
           "pickled object from a spare buffer stays intact")
 
+# 7c. a loop of blocking receives takes large messages straight into its buffers, their
+# chunks waiting at the forwarder for it (MMPI_LATE_US); an object receive and a matched
+# probe of such a message too
+if rank == 0:
+    for k in range(6):
+        comm.Send(payload(0, size - 1, 200_000 + k, 60 + k), size - 1, 60)
+    comm.send(np.arange(50_000), size - 1, 61)
+    comm.Send(payload(0, size - 1, 150_000, 62), size - 1, 62)
+elif rank == size - 1:
+    for k in range(6):
+        got = np.empty(200_000 + k, np.uint8)
+        comm.Recv(got, 0, 60)
+        check(np.array_equal(got, payload(0, size - 1, 200_000 + k, 60 + k)), f"loop {k}")
+    check(np.array_equal(comm.recv(source=0, tag=61), np.arange(50_000)), "late object")
+    msg = comm.Mprobe(0, 62)
+    got = np.empty(150_000, np.uint8)
+    msg.Recv(got)
+    check(np.array_equal(got, payload(0, size - 1, 150_000, 62)), "late matched probe")
+
 # 8. send to self, PROC_NULL, Waitany/Testall
 r = comm.Irecv(buf := np.empty(3, "i4"), rank, 30)
 comm.Send(np.array([1, 2, 3], "i4"), rank, 30)
