@@ -247,37 +247,43 @@ def format_fits(found: dict[str, list[Region]]) -> str:
 
 
 def check(found: dict[str, list[Region]], rows: Sequence[dict]) -> str:
-    """The parameters against what `latency`, `bw` and `rate` measured in the same run:
-    one-way time o_s + L + (s-1) G + o_r (within 20%), bandwidth s / (g + (s-1) G) at 64 KiB
+    """The parameters against what `latency`, `bw` and `rate` measured in the same run.
+
+    One-way time o_s + L + (s-1) G + o_r (within 20%), bandwidth s / (g + (s-1) G) at 64 KiB
     and above (within 15%), the message rate 1 / (g + (s-1) G), 1 / g for the smallest
-    messages (within 20%)."""
+    messages (within 20%). First, per path, how well the round trips themselves agree with
+    `latency` (PRTT(1,0,s)/2, the same experiment): what the model has to go by.
+    """
     lines = []
     for path, regs in found.items():
+        trips = {r["size"]: r[path]["prtt1"] / 2 for r in rows
+                 if r["bench"] == "loggp" and r.get(path)}
         for bench, lo, tol, model in (
+                ("round trip", 0, 0.20, lambda r, s: trips.get(s)),
                 ("latency", 0, 0.20, lambda r, s: r.one_way(s)),
                 ("bw", 65536, 0.15, lambda r, s: s / (r.g + (s - 1) * r.G)),
                 ("rate", 0, 0.20, lambda r, s: 1e6 / max(r.g + (s - 1) * r.G, 1e-9))):
             got = [(r["size"], r[path]["value"]) for r in rows
-                   if r["bench"] == bench and r["size"] >= lo and r.get(path)
-                   and r.get("pairs", 1) == 1]
-            if not got:
-                continue
+                   if r["bench"] == (bench if bench != "round trip" else "latency")
+                   and r["size"] >= lo and r.get(path) and r.get("pairs", 1) == 1]
             if bench == "latency":  # the issue's measure leaves sizes at a region change aside
                 got = [(size, v) for size, v in got if not _at_change(regs, size)]
-            within, worst = 0, []
-            for size, measured in got:
-                want = model(predict(regs, size), size)
-                error = want / measured - 1
-                within += abs(error) <= tol
-                worst.append((abs(error), size, error))
-            worst.sort(reverse=True)
-            _, size, error = worst[0]
-            missed = ", ".join(f"{s} B {e:+.0%}" for m, s, e in sorted(worst, key=lambda w: w[1])
-                               if m > tol)
-            lines.append(f"# {path:<8} {bench:<8} predicted within {tol:.0%} at {within} of "
-                         f"{len(got)} sizes; farthest: {size} B, {error:+.0%}"
-                         + (f"; missed: {missed}" if missed else ""))
+            compared = [(size, model(predict(regs, size), size), v) for size, v in got]
+            compared = [c for c in compared if c[1] is not None]
+            if compared:
+                verb = "measured" if bench == "round trip" else "predicted"
+                lines.append(f"# {path:<8} {bench:<10} {verb} " + _within(compared, tol))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _within(compared: Sequence[tuple[int, float, float]], tol: float) -> str:
+    """'within 20% at 3 of 4 sizes; farthest ...; missed ...' for (size, want, measured)."""
+    errors = [(size, want / measured - 1) for size, want, measured in compared]
+    size, error = max(errors, key=lambda e: abs(e[1]))
+    missed = ", ".join(f"{s} B {e:+.0%}" for s, e in errors if abs(e) > tol)
+    within = sum(abs(e) <= tol for _, e in errors)
+    return (f"within {tol:.0%} at {within} of {len(errors)} sizes; farthest: {size} B, "
+            f"{error:+.0%}" + (f"; missed: {missed}" if missed else ""))
 
 
 __all__ = ["Point", "Region", "regions", "line", "predict", "fits", "format_fits", "check",

@@ -96,10 +96,10 @@ def test_the_check_compares_predictions_with_the_other_benchmarks():
              "bridged": {"value": (1 << 20) / (r[1].g + ((1 << 20) - 1) * r[1].G)}},
             {"bench": "rate", "size": 8, "pairs": 1, "bridged": {"value": 1e6 / r[0].g * 3}}]
     text = check(found, rows)
-    assert "bridged  latency  predicted within 20% at 1 of 2 sizes; farthest: 1048576 B, -50%" \
+    assert "bridged  latency    predicted within 20% at 1 of 2 sizes; farthest: 1048576 B, -50%" \
         in text
-    assert "bw       predicted within 15% at 1 of 1 sizes" in text
-    assert "rate     predicted within 20% at 0 of 1 sizes; farthest: 8 B, -67%; missed: 8 B -67%" \
+    assert "bw         predicted within 15% at 1 of 1 sizes" in text
+    assert "rate       predicted within 20% at 0 of 1 sizes; farthest: 8 B, -67%; missed: 8 B -67%" \
         in text
 
 
@@ -111,7 +111,7 @@ def test_the_latency_check_leaves_sizes_at_a_region_change_aside():
                                                        .one_way(s)}}
             for s in (first.hi, second.lo, 64)]
     text = check(found, rows)
-    assert "latency  predicted within 20% at 0 of 1 sizes; farthest: 64 B, -67%; " \
+    assert "latency    predicted within 20% at 0 of 1 sizes; farthest: 64 B, -67%; " \
         "missed: 64 B -67%" in text
 
 
@@ -161,3 +161,15 @@ def test_the_one_way_line_meets_the_round_trips_it_was_fitted_on():
     first = regions(pts)[0]
     assert first.one_way(1024) == pytest.approx(
         next(p.prtt1 / 2 for p in pts if p.size == 1024), rel=1e-6)
+
+
+def test_the_check_says_how_well_the_round_trips_agree_with_latency():
+    found = {"native": regions(synthetic(0.0))}
+    pts = {p.size: p for p in synthetic(0.0)}
+    rows = [{"bench": "loggp", "size": s, "native": {"prtt1": pts[s].prtt1}} for s in (8, 64)]
+    rows += [{"bench": "latency", "size": 8, "native": {"value": pts[8].prtt1 / 2}},
+             {"bench": "latency", "size": 64, "native": {"value": pts[64].prtt1}},
+             {"bench": "latency", "size": 128, "native": {"value": 1.0}}]  # no round trip
+    text = check(found, rows)
+    assert "# native   round trip measured within 20% at 1 of 2 sizes; farthest: 64 B, -50%; " \
+        "missed: 64 B -50%" in text
