@@ -259,7 +259,7 @@ def check(found: dict[str, list[Region]], rows: Sequence[dict]) -> str:
         trips = {r["size"]: r[path]["prtt1"] / 2 for r in rows
                  if r["bench"] == "loggp" and r.get(path)}
         for bench, lo, tol, model in (
-                ("round trip", 0, 0.20, lambda r, s: trips.get(s)),
+                ("round trip", 0, 0.20, lambda r, s, trips=trips: trips.get(s)),
                 ("latency", 0, 0.20, lambda r, s: r.one_way(s)),
                 ("bw", 65536, 0.15, lambda r, s: s / (r.g + (s - 1) * r.G)),
                 ("rate", 0, 0.20, lambda r, s: 1e6 / max(r.g + (s - 1) * r.G, 1e-9))):
