@@ -37,6 +37,10 @@ class Spares:
         if sum(map(len, self._free)) + len(buf) <= _SPARE_BYTES:
             self._free.append(buf)
 
+    def held(self) -> int:
+        """Bytes kept for reuse: zero while no message has needed a spare."""
+        return sum(map(len, self._free))
+
 
 class Reassembly:
     """One striped message coming together: a stripe per forwarder, at known offsets.

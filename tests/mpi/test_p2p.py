@@ -61,3 +61,14 @@ def test_messages_on_a_context_not_registered_yet_are_kept(bridged):
     job = bridged("early_context.py", "4", low=2, high=2, timeout=90)
     assert job.returncode == 0, job.output
     assert "early 12 ok True" in job.stdout, job.output
+
+
+@pytest.mark.timeout(120)
+def test_a_late_receive_takes_the_chunks_that_waited_for_it(bridged):
+    job = bridged("late_landing.py", low=1, high=1, timeout=100,
+                  env={"MMPI_LATE_US": "100000"})
+    assert job.returncode == 0, job.output
+    m = re.search(r"late landing: direct (\d+) spare (\d+) ok", job.stdout)
+    assert m, job.output
+    assert int(m.group(1)) == 0, job.output  # no spare taken: straight into the receive
+    assert int(m.group(2)) >= 300_000, job.output  # waited too long in MPI: a spare
