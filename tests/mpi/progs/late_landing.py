@@ -2,9 +2,10 @@
 
 Run bridged on 1+1 with MMPI_LATE_US=100000 (0.1 s). Phase 1: the receiver takes the
 message's envelope while it waits for a small one sent after it, then receives it: its chunks
-waited at the forwarder and land in the receive's buffer, so no spare buffer is ever taken. Phase 2: the receiver waits in MPI for
-another message for longer than that: the chunks land in a spare meanwhile (one is kept
-afterwards for reuse). Both receive the right bytes. Prints "late landing: direct N spare M".
+waited at the forwarder and land in the receive's buffer, so no spare buffer is ever taken.
+Phase 2: the receiver waits in MPI for another message for longer than that: the chunks land
+in a spare meanwhile (one is kept afterwards for reuse). Both receive the right bytes.
+Prints "late landing: direct N spare M" (bytes kept in spares after each phase).
 """
 
 import time
