@@ -154,9 +154,9 @@ class _Progress(threading.Thread):
                 self.wake.clear()
                 self.idle = False
                 nap = MIN_NAP
-                # A program that waits at once (no computation to overlap) is then in its
-                # Wait, and this thread does not take the core from it.
-                time.sleep(MIN_NAP)
+                # No nap before looking again: a program that waits at once is in its Wait
+                # by now, and the thread goes back to sleep; a nap here cost a second
+                # hand-over of the interpreter per call (Ibcast of 1 MiB 1.6x slower at 2+2)
                 continue
             self.idle = look = False
             try:
