@@ -82,9 +82,10 @@ class ForwardedArrivals:
 
     def _land(self, m: Arrived, into: memoryview | None) -> None:
         """Receive the waiting chunks of `m` into `into`, or (None) into a spare buffer."""
-        link, xfer, chunk, _ = m.late
+        link, xfer, chunk, deadline = m.late
         m.late = None
-        self.late.remove(m)
+        if deadline is not None:  # it waited among the late ones (land_late)
+            self.late.remove(m)
         if into is None:
             spare = self.spares.take(m.nbytes)
             m.spare = (self.spares, spare)
@@ -212,33 +213,29 @@ class ForwardedArrivals:
         m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
         m.credit = (env.src, env.nbytes)  # the sender spent credit on it (see _flow)
         recv = ctx.queues.arrive(m)
-        if recv is None and LATE and not env.flags & P.F_STRIPED:
-            # unexpected: a loop of blocking receives posts the next one while its envelope
-            # is fresh, so the chunks wait at the forwarder a moment for it (land_late)
-            m.late = (link, env.xfer, env.chunk, monotonic() + LATE)
-            self.late.append(m)
-            if len(self.late) == 1 and self.land_late not in self.engine.background:
-                self.engine.background.append(self.land_late)
+        if not env.flags & P.F_STRIPED:
+            # its chunks wait at the forwarder until landed; if unexpected, a moment more: a
+            # loop of blocking receives posts the next one while its envelope is fresh
+            waits = recv is None and LATE
+            m.late = (link, env.xfer, env.chunk, monotonic() + LATE if waits else None)
+            if recv is not None:
+                self._matched(m)
+                self._deliver_forwarded(recv, m)  # lands them, straight in if they fit
+            elif waits:
+                self.late.append(m)
+                if len(self.late) == 1 and self.land_late not in self.engine.background:
+                    self.engine.background.append(self.land_late)
+            else:
+                self._land(m, None)
             return
         if recv is not None and recv.view is not None and env.nbytes <= len(recv.view):
             target = recv.view  # straight into the user's buffer
-        elif not env.flags & P.F_STRIPED:  # unexpected, or wanted whole (view None)
-            spare = self.spares.take(env.nbytes)
-            m.spare = (self.spares, spare)
-            target = memoryview(spare)
-        else:
+        else:  # unexpected, or wanted whole (view None)
             target = memoryview(bytearray(env.nbytes))
         m.data = target[: env.nbytes]
-        if env.flags & P.F_STRIPED:
-            ra = self.stripes.of(env.src, env.aux)
-            ra.place(m.data, env.nbytes)
-            m.more = ra.ready
-        else:
-            data = self.links[link][1]
-            m.natives = [
-                data.Irecv([target[off:off + n], n, _BYTE], 0, env.xfer)
-                for off, n in P.chunks(env.nbytes, env.chunk)
-            ]
+        ra = self.stripes.of(env.src, env.aux)
+        ra.place(m.data, env.nbytes)
+        m.more = ra.ready
         if recv is None:
             return
         self._matched(m)

@@ -34,7 +34,7 @@ class Spares:
         return bytearray(nbytes)
 
     def give(self, buf: bytearray) -> None:
-        if sum(map(len, self._free)) + len(buf) <= _SPARE_BYTES:
+        if self.held() + len(buf) <= _SPARE_BYTES:
             self._free.append(buf)
 
     def held(self) -> int:

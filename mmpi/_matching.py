@@ -66,7 +66,8 @@ class Arrived:
         self.pull = None  # a deferred large message: (sender, id) to pull its data with
         self.credit = None  # a large message under the sender's credit: (sender, bytes)
         self.tree = None  # a fan-out's ticket: the bytes it stands for (see _fanout)
-        self.late = None  # a large message whose chunks wait: (link, xfer, chunk, deadline)
+        self.late = None  # a large message whose chunks wait: (link, xfer, chunk, deadline
+        #                   among the late ones, or None if a receive took it on arrival)
 
     def whole(self) -> bool:
         """Whether its bytes are all in `data`, nothing to return or wait for: a copy takes it."""
