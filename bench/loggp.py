@@ -258,21 +258,25 @@ def check(found: dict[str, list[Region]], rows: Sequence[dict]) -> str:
     for path, regs in found.items():
         trips = {r["size"]: r[path]["prtt1"] / 2 for r in rows
                  if r["bench"] == "loggp" and r.get(path)}
-        for bench, lo, tol, model in (
-                ("round trip", 0, 0.20, lambda r, s, trips=trips: trips.get(s)),
-                ("latency", 0, 0.20, lambda r, s: r.one_way(s)),
-                ("bw", 65536, 0.15, lambda r, s: s / (r.g + (s - 1) * r.G)),
-                ("rate", 0, 0.20, lambda r, s: 1e6 / max(r.g + (s - 1) * r.G, 1e-9))):
+        # (what the line says, the benchmark measured against, from which size, tolerance,
+        # what is compared with it)
+        for label, bench, lo, tol, model in (
+                ("round trip measured", "latency", 0, 0.20,
+                 lambda r, s, trips=trips: trips.get(s)),
+                ("latency    predicted", "latency", 0, 0.20, lambda r, s: r.one_way(s)),
+                ("bw         predicted", "bw", 65536, 0.15,
+                 lambda r, s: s / (r.g + (s - 1) * r.G)),
+                ("rate       predicted", "rate", 0, 0.20,
+                 lambda r, s: 1e6 / max(r.g + (s - 1) * r.G, 1e-9))):
             got = [(r["size"], r[path]["value"]) for r in rows
-                   if r["bench"] == (bench if bench != "round trip" else "latency")
-                   and r["size"] >= lo and r.get(path) and r.get("pairs", 1) == 1]
-            if bench == "latency":  # the measure leaves sizes at a region change aside
+                   if r["bench"] == bench and r["size"] >= lo and r.get(path)
+                   and r.get("pairs", 1) == 1]
+            if label.startswith("latency"):  # the measure leaves region changes aside
                 got = [(size, v) for size, v in got if not _at_change(regs, size)]
             compared = [(size, model(predict(regs, size), size), v) for size, v in got]
             compared = [c for c in compared if c[1] is not None]
             if compared:
-                verb = "measured" if bench == "round trip" else "predicted"
-                lines.append(f"# {path:<8} {bench:<10} {verb} " + _within(compared, tol))
+                lines.append(f"# {path:<8} {label} " + _within(compared, tol))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
