@@ -6,14 +6,8 @@ A SPEC is ``name`` or ``name=size,size,...`` (sizes in bytes). Every output line
 starts with ``MMPI-BENCH `` followed by a JSON object: one ``env`` record, one ``result`` per
 measured point, and ``done`` at the end.
 
-Rule 1: every rank runs the same points in the same order and agrees on every iteration count
-        (derived from an Allreduce MAX of calibration times), so collectives always line up.
-Rule 2: ranks with nothing to do in a pattern, and ranks that have finished their part, wait by
-        sleeping between ``Testall`` calls, never inside a blocking MPI call: MPICH spins a
-        core there, which on a small machine is stolen from the ranks being measured.
-Rule 3: warm-up and calibration batches (at least two repetitions' worth of time) are never
-        reported; a figure is the median over repetitions of (max over ranks of each rank's
-        time per iteration), as OSU reports.
+How each point is timed (warm-up, calibration, repetitions, polite waits): bench._timing;
+the overlap and LogGP measurements, made of several timed kernels: bench._composite.
 """
 
 from __future__ import annotations
@@ -22,12 +16,9 @@ import argparse
 import json
 import os
 import socket
-import statistics
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,34 +26,18 @@ from mmpi import MPI
 
 from . import across
 from ._catalog import MARKER, OVERLAP_CALLS
-
-WINDOW = 64  # messages in flight per bandwidth iteration, as osu_bw
-T_DATA, T_ACK, T_DONE, T_GO = 100, 102, 103, 104
-_POLL_SLEEP = 2e-4
-
-
-@dataclass
-class Options:
-    """How long to measure each point."""
-
-    low: int  # ranks in the low cluster (natively: how the world is split for the patterns)
-    target_ms: float = 100.0  # all repetitions of one point together
-    reps: int = 5
-    iters_scale: float = 1.0
-    max_iters: int = 10000
-    compute: str = "sleep"  # the overlap benchmarks' computation: "sleep" or "busy" (numpy)
-
-
-@dataclass
-class Kernel:
-    """One benchmark at one size, set up and ready to run batches of iterations."""
-
-    fields: dict  # what identifies the point in the output: size, and pairs/clients
-    step: Callable[[int], float]  # run n iterations; returns this rank's timed seconds
-    value: Callable[[float], float]  # seconds per iteration -> the reported figure
-    unit: str
-    active: frozenset[int] | None = None  # None: every rank takes part
-    extra: Callable[[float], dict] = field(default=lambda t: {})
+from ._composite import overlap, prtt
+from ._timing import (
+    T_ACK,
+    T_DATA,
+    WINDOW,
+    Kernel,
+    Options,
+    floats,
+    measure,
+    pair,
+    usec,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             for kernel in _points(comm, name, sizes, opts):
                 _emit(comm, {"type": "result", "bench": name, **kernel.fields,
-                             **_measure(comm, kernel, opts)})
+                             **measure(comm, kernel, opts)})
         _emit(comm, {"type": "done"})
     except Exception:
         # One failing rank must not leave the others waiting in a collective forever.
@@ -158,80 +133,11 @@ def _environment(comm, opts: Options) -> dict:
     }
 
 
-# -- measuring --------------------------------------------------------------------------------
-def _max(comm, x: float) -> float:
-    out = np.empty(1)
-    comm.Allreduce(np.array([x]), out, op=MPI.MAX)
-    return float(out[0])
-
-
-def _gentle_wait(reqs: list) -> None:
-    """Wait without sitting in a blocking MPI call (Rule 2)."""
-    while not MPI.Request.Testall(reqs):
-        time.sleep(_POLL_SLEEP)
-
-
-def _settle(comm) -> None:
-    """Synchronise without spinning: every rank reports to rank 0, which then releases them all."""
-    rank, size = comm.Get_rank(), comm.Get_size()
-    if rank == 0:
-        bufs = [np.empty(1, np.uint8) for _ in range(1, size)]
-        _gentle_wait([comm.Irecv(b, r, T_DONE) for r, b in enumerate(bufs, 1)])
-        token = np.zeros(1, np.uint8)
-        _gentle_wait([comm.Isend(token, r, T_GO) for r in range(1, size)])
-    else:
-        buf = np.zeros(1, np.uint8)
-        _gentle_wait([comm.Isend(buf, 0, T_DONE), comm.Irecv(np.empty(1, np.uint8), 0, T_GO)])
-
-
-def _measure(comm, k: Kernel, opts: Options) -> dict:
-    """Warm up, calibrate the iteration count, then time `opts.reps` repetitions (Rule 3)."""
-    partial = k.active is not None and len(k.active) < comm.Get_size()
-
-    def batch(n: int) -> float:
-        comm.Barrier()
-        t = k.step(n)
-        if partial:
-            _settle(comm)
-        return t
-
-    per_rep = opts.target_ms / 1e3 / opts.reps * opts.iters_scale
-    max_iters = max(1, round(opts.max_iters * min(opts.iters_scale, 1.0)))
-    # Batches of 1, 4, 16 ... iterations until one lasts an eighth of a repetition, and for at
-    # least two repetitions' worth of time in all: the warm-up. The first batch (cold: page
-    # faults, connection set-up) never sets the count, and the minimum keeps a bridged job's
-    # slow first calls (milliseconds each) from setting it to 1.
-    n, first, spent = 1, True, 0.0
-    while True:
-        t0 = MPI.Wtime()
-        batch(n)
-        wall = _max(comm, MPI.Wtime() - t0)
-        spent += wall
-        if not first and spent >= 2 * per_rep and (wall >= per_rep / 8 or n >= max_iters):
-            break
-        first = False
-        if wall < per_rep / 8:
-            n = min(4 * n, max_iters)
-    iters = int(min(max(per_rep / (wall / n), 1), max_iters))
-    times = [_max(comm, batch(iters)) / iters for _ in range(opts.reps)]
-    mid = statistics.median(times)
-    return {"unit": k.unit, "value": k.value(mid), "samples": [k.value(t) for t in times],
-            "iters": iters, **k.extra(mid)}
-
-
-def _usec(t: float) -> float:
-    return t * 1e6
-
 
 # -- point-to-point ---------------------------------------------------------------------------
-def _pair(comm) -> tuple[int, int]:
-    # Bridged, the first and the last virtual rank are in different clusters.
-    return 0, comm.Get_size() - 1
-
-
 def latency(comm, size: int, opts: Options) -> Kernel:
     """Ping-pong between the first and the last rank; one-way time in microseconds."""
-    a, b = _pair(comm)
+    a, b = pair(comm)
     rank = comm.Get_rank()
     buf = np.ones(size, np.uint8)
 
@@ -247,7 +153,7 @@ def latency(comm, size: int, opts: Options) -> Kernel:
                 comm.Send(buf, a, T_DATA)
         return MPI.Wtime() - t0
 
-    return Kernel({"size": size}, step, lambda t: _usec(t / 2), "us", frozenset({a, b}))
+    return Kernel({"size": size}, step, lambda t: usec(t / 2), "us", frozenset({a, b}))
 
 
 def _stream(comm, src: int, dst: int, size: int) -> Callable[[int], float]:
@@ -273,14 +179,14 @@ def _stream(comm, src: int, dst: int, size: int) -> Callable[[int], float]:
 
 def bw(comm, size: int, opts: Options) -> Kernel:
     """Unidirectional bandwidth from the first to the last rank, in MB/s."""
-    a, b = _pair(comm)
+    a, b = pair(comm)
     return Kernel({"size": size}, _stream(comm, a, b, size),
                   lambda t: size * WINDOW / t / 1e6, "MB/s", frozenset({a, b}))
 
 
 def bibw(comm, size: int, opts: Options) -> Kernel:
     """Bidirectional bandwidth between the first and the last rank (both ways summed), MB/s."""
-    a, b = _pair(comm)
+    a, b = pair(comm)
     rank = comm.Get_rank()
     other = b if rank == a else a
     sbuf, rbuf = np.ones(size, np.uint8), np.empty(size, np.uint8)
@@ -308,7 +214,7 @@ def barrier(comm, size: int, opts: Options) -> Kernel:
             comm.Barrier()
         return MPI.Wtime() - t0
 
-    return Kernel({"size": 0}, step, _usec, "us")
+    return Kernel({"size": 0}, step, usec, "us")
 
 
 def _timed_calls(comm, nbytes: int, call: Callable[[], None]) -> Kernel:
@@ -326,7 +232,7 @@ def _timed_calls(comm, nbytes: int, call: Callable[[], None]) -> Kernel:
             comm.Barrier()
         return spent
 
-    return Kernel({"size": nbytes}, step, _usec, "us")
+    return Kernel({"size": nbytes}, step, usec, "us")
 
 
 def bcast(comm, size: int, opts: Options) -> Kernel:
@@ -335,21 +241,17 @@ def bcast(comm, size: int, opts: Options) -> Kernel:
     return _timed_calls(comm, size, lambda: comm.Bcast(buf, root=0))
 
 
-def _floats(size: int) -> int:
-    # Reductions need a real type: float32 as OSU, so sizes below 4 B do not exist.
-    return max(1, size // 4)
-
 
 def reduce(comm, size: int, opts: Options) -> Kernel:
     """Reduce (SUM) of float32 elements to rank 0."""
-    sbuf = np.ones(_floats(size), np.float32)
+    sbuf = np.ones(floats(size), np.float32)
     rbuf = np.empty_like(sbuf) if comm.Get_rank() == 0 else None
     return _timed_calls(comm, sbuf.nbytes, lambda: comm.Reduce(sbuf, rbuf, op=MPI.SUM, root=0))
 
 
 def allreduce(comm, size: int, opts: Options) -> Kernel:
     """Allreduce (SUM) of float32 elements."""
-    sbuf = np.ones(_floats(size), np.float32)
+    sbuf = np.ones(floats(size), np.float32)
     rbuf = np.empty_like(sbuf)
     return _timed_calls(comm, sbuf.nbytes, lambda: comm.Allreduce(sbuf, rbuf, op=MPI.SUM))
 
@@ -393,7 +295,7 @@ def _high_ranks(comm, opts: Options) -> list[int]:
 
 
 def _per_round(size: int, clients: list[int], step: Callable[[int], float]) -> Kernel:
-    return Kernel({"size": size, "clients": len(clients)}, step, _usec, "us",
+    return Kernel({"size": size, "clients": len(clients)}, step, usec, "us",
                   frozenset([0, *clients]), lambda t: {"MB/s": len(clients) * size / t / 1e6})
 
 
@@ -466,169 +368,6 @@ def rate(comm, size: int, opts: Options, k: int) -> Kernel:
     kernel.unit = "msg/s"
     return kernel
 
-
-# -- overlap of non-blocking calls with computation (osu_iallreduce and friends) ---------------
-def _starter(comm, name: str, size: int) -> tuple[Callable[[], object] | None, frozenset | None]:
-    """A function that starts one `name` call of `size` bytes and returns its request (None
-    on a rank that takes no part), and the ranks that take part (None: all)."""
-    rank, n = comm.Get_rank(), comm.Get_size()
-    if name == "isendrecv":
-        a, b = _pair(comm)
-        buf = np.ones(size, np.uint8)
-        start = {a: lambda: comm.Isend(buf, b, T_DATA),
-                 b: lambda: comm.Irecv(buf, a, T_DATA)}.get(rank)
-        return start, frozenset({a, b})
-    if name == "ibcast":
-        buf = np.ones(size, np.uint8)
-        return (lambda: comm.Ibcast(buf, root=0)), None
-    if name in ("ireduce", "iallreduce"):
-        sbuf = np.ones(_floats(size), np.float32)
-        rbuf = np.empty_like(sbuf)
-        if name == "iallreduce":
-            return (lambda: comm.Iallreduce(sbuf, rbuf, op=MPI.SUM)), None
-        return (lambda: comm.Ireduce(sbuf, rbuf if rank == 0 else None, op=MPI.SUM,
-                                     root=0)), None
-    if name == "ialltoall":
-        sbuf, rbuf = np.ones(size * n, np.uint8), np.empty(size * n, np.uint8)
-        return (lambda: comm.Ialltoall(sbuf, rbuf)), None
-    sbuf = np.ones(size, np.uint8)  # igather
-    rbuf = np.empty(size * n, np.uint8) if rank == 0 else None
-    return (lambda: comm.Igather(sbuf, rbuf, root=0)), None
-
-
-def _computation(kind: str) -> Callable[[float], None]:
-    """Computation lasting about `seconds`: a sleep, or numpy arithmetic that keeps a core
-    busy (numpy leaves the interpreter's lock free while it works, as compiled code would)."""
-    if kind == "sleep":
-        return lambda seconds: time.sleep(seconds) if seconds > 0 else None
-    work = np.ones(16384)
-
-    def busy(seconds: float) -> None:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            np.multiply(work, 1.0000001, out=work)
-    return busy
-
-
-def _overlap_pct(overall: float, compute: float, pure: float) -> float:
-    # OSU's formula, kept within 0-100: noise can take it a little beyond either end
-    return min(100.0, max(0.0, 100.0 - 100.0 * (overall - compute) / pure))
-
-
-def overlap(comm, name: str, size: int, opts: Options) -> dict:
-    """Overlap of one non-blocking call with computation, as OSU measures it: the call alone
-    (pure), computation as long as that alone (compute), then start, compute, wait
-    (overall); overlap = max(0, 100 - 100 x (overall - compute) / pure)."""
-    start, active = _starter(comm, name, size)
-    compute = _computation(opts.compute)
-    spent = [0.0]  # this rank's computation in the last batch
-
-    def pure(n: int) -> float:
-        t0 = MPI.Wtime()
-        if start is not None:
-            for _ in range(n):
-                start().Wait()
-        return MPI.Wtime() - t0
-
-    alone = _measure(comm, Kernel({}, pure, _usec, "us", active), opts)
-    t_pure = alone["value"] * 1e-6  # max over ranks: what every rank computes for
-
-    def overall(n: int) -> float:
-        spent[0] = 0.0
-        t0 = MPI.Wtime()
-        if start is not None:
-            for _ in range(n):
-                req = start()
-                c0 = MPI.Wtime()
-                compute(t_pure)
-                spent[0] += MPI.Wtime() - c0
-                req.Wait()
-        return MPI.Wtime() - t0
-
-    both = _measure(comm, Kernel({}, overall, _usec, "us", active), opts)
-    t_compute = _max(comm, spent[0] / both["iters"])
-    t_overall = both["value"] * 1e-6
-    value = _overlap_pct(t_overall, t_compute, t_pure)
-    return {"unit": "%", "value": value, "pure_us": alone["value"],
-            "overall_us": both["value"], "compute_us": _usec(t_compute),
-            "iters": both["iters"], "samples": [
-                _overlap_pct(t * 1e-6, t_compute, t_pure)
-                for t in both["samples"]]}
-
-
-# -- LogGP: parametrised round trips (Netgauge; fitted by bench.loggp) ---------------------------
-PRTT_N = 16  # messages per parametrised round trip, Netgauge's choice
-
-
-def prtt(comm, size: int, opts: Options) -> dict:
-    """PRTT(1, 0, s), PRTT(n, 0, s), PRTT(n, d, s) with d above the gap, and the server's
-    receive time per message once they are all there (o_r), in microseconds. Each is timed as
-    the mean of back-to-back rounds, as `latency` times its ping-pongs (a single round trip,
-    tens of microseconds bridged, is mostly scheduling noise on a shared core), and reported as
-    the median of `opts.reps` repetitions (Rule 3)."""
-    a, b = _pair(comm)
-    rank, n = comm.Get_rank(), PRTT_N
-    buf = np.ones(size, np.uint8)
-    t_go = np.zeros(1, np.uint8)
-
-    def rounds(count: int, delay: float) -> Callable[[int], float]:
-        # client: count sends `delay` apart, then the answer (s bytes); server: count
-        # receives, then the answer. A delay yields the core while it waits (a spinning client
-        # takes the core the forwarder needs; a sleeping one lets its core idle, and waking it
-        # costs tens of microseconds on a VM); it may last longer than asked, so each one is
-        # timed and the round reported as if it had lasted exactly `delay`.
-        def step(k: int) -> float:
-            t0 = time.perf_counter()
-            if rank == a:
-                for _ in range(k):
-                    for i in range(count):
-                        comm.Send(buf, b, T_DATA)
-                        if delay and i < count - 1:
-                            t1 = time.perf_counter()
-                            while time.perf_counter() - t1 < delay:
-                                os.sched_yield()
-                            t0 += time.perf_counter() - t1 - delay
-                    comm.Recv(buf, b, T_ACK)
-            elif rank == b:
-                for _ in range(k):
-                    for _ in range(count):
-                        comm.Recv(buf, a, T_DATA)
-                    comm.Send(buf, a, T_ACK)
-            return time.perf_counter() - t0
-        return step
-
-    def receive_overhead(wait: float) -> Callable[[int], float]:
-        # the client sends n at once; the server lets them all arrive, then times n receives
-        def step(k: int) -> float:
-            spent = 0.0
-            for _ in range(k):
-                if rank == a:
-                    MPI.Request.Waitall([comm.Isend(buf, b, T_DATA) for _ in range(n)])
-                    comm.Recv(t_go, b, T_ACK)
-                elif rank == b:
-                    time.sleep(wait)
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        comm.Recv(buf, a, T_DATA)
-                    spent += time.perf_counter() - t0
-                    comm.Send(t_go, a, T_ACK)
-            return spent
-        return step
-
-    def timed(step: Callable[[int], float], per: int) -> tuple[float, int]:
-        kernel = Kernel({"size": size}, step, lambda t: t / per, "s", frozenset({a, b}))
-        got = _measure(comm, kernel, opts)
-        return got["value"], got["iters"]
-
-    one, iters = timed(rounds(1, 0.0), 1)
-    many, _ = timed(rounds(n, 0.0), 1)
-    gap = max((many - one) / (n - 1), 0.0)
-    delay = 1.5 * gap + 2e-6  # longer than each further message costs back to back
-    delayed, _ = timed(rounds(n, delay), 1)
-    o_r, _ = timed(receive_overhead(min(0.2, 2 * many + 1e-3)), n)
-    us = 1e6
-    return {"unit": "us", "value": one * us / 2, "prtt1": one * us, "prttn": many * us,
-            "prttd": delayed * us, "o_r": o_r * us, "n": n, "d": delay * us, "iters": iters}
 
 
 def _points(comm, name: str, sizes: list[int], opts: Options) -> Iterator[Kernel]:
