@@ -63,7 +63,7 @@ def _extensions() -> list[Extension]:
         print("mmpi: no MPI headers found; the forwarder will use its Python relay")
         return []
     return [Extension(
-        name, [source],
+        name, sources,
         include_dirs=[str(prefix / "include")],
         # by its path, not -lmpi: Python's own -L (its prefix's lib, where an mpich wheel in
         # the base interpreter puts its libmpi.so) would win over a venv's Open MPI
@@ -72,8 +72,8 @@ def _extensions() -> list[Extension]:
         # site-packages -> <prefix>/lib, for an import before mpi4py's
         extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
         optional=True,
-    ) for name, source in (("_mmpi_crelay", "forwarder/_crelay.c"),
-                           ("_mmpi_crank", "mmpi/_crank.c"))]
+    ) for name, sources in (("_mmpi_crelay", ["forwarder/_crelay.c"]),
+                            ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c"]))]
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

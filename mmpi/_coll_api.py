@@ -100,7 +100,7 @@ class CollectiveMethods:
         """Tight barrier: nobody leaves before every process has entered."""
         if not self._core.spans:
             return self._native("barrier")
-        self._run("Barrier", R.barrier(self._c("Barrier")))
+        self._run("Barrier", R.barrier(self._c("Barrier"), True))
 
     def Bcast(self, buf, root=0) -> None:
         """Broadcast from `root`."""
@@ -119,7 +119,7 @@ class CollectiveMethods:
         """Reduce to all."""
         if not self._core.spans:
             return self._native("allreduce", sendbuf, recvbuf, op)
-        self._run("Allreduce", R.allreduce(self._c("Allreduce"), _ip(sendbuf), recvbuf, op))
+        self._run("Allreduce", R.allreduce(self._c("Allreduce"), _ip(sendbuf), recvbuf, op, True))
 
     def Alltoall(self, sendbuf, recvbuf) -> None:
         """All-to-all with equal blocks."""

@@ -51,7 +51,7 @@ static int nout = 0, capout = 0, limit = 64;
 static MPI_Request *reqs = NULL; /* scratch for Testsome */
 static int *done = NULL;
 
-static PyObject *mpi_error(const char *call, int rc) {
+PyObject *crank_mpi_error(const char *call, int rc) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, msg, &len);
@@ -65,7 +65,7 @@ static int reap_sends(void) {
     for (int i = 0; i < nout; i++) reqs[i] = outbox[i].req;
     rc = MPI_Testsome(nout, reqs, &ndone, done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
-        mpi_error("MPI_Testsome", rc);
+        crank_mpi_error("MPI_Testsome", rc);
         return -1;
     }
     if (ndone > 0 && ndone != MPI_UNDEFINED) {
@@ -100,27 +100,22 @@ static int grow(void) {
 
 static void put32(char *at, int32_t v) { memcpy(at, &v, 4); }
 
-static PyObject *send_eager(PyObject *self, PyObject *args) {
-    unsigned long long comm;
-    int mpitag, src, dst, tag, ctx, flags;
-    unsigned int aux;
-    Py_buffer payload;
-    if (!PyArg_ParseTuple(args, "KiiiiiiIy*", &comm, &mpitag, &src, &dst, &tag, &ctx, &flags,
-                          &aux, &payload))
-        return NULL;
-    Py_ssize_t n = payload.len;
+/* Envelope and payload into a buffer of our own, the send started and kept in the outbox: the
+ * caller's buffer is free at once. 0, or -1 with an exception set. Shared with _ccoll.c. */
+int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int ctx, int flags,
+               unsigned int aux, const void *payload, Py_ssize_t n) {
     if (n > INT32_MAX - ENVELOPE_SIZE) {
-        PyBuffer_Release(&payload);
-        return PyErr_Format(PyExc_ValueError, "_mmpi_crank: an eager message of %zd bytes", n);
+        PyErr_Format(PyExc_ValueError, "_mmpi_crank: an eager message of %zd bytes", n);
+        return -1;
     }
     if (nout == capout && grow() < 0) {
-        PyBuffer_Release(&payload);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
     char *buf = malloc(ENVELOPE_SIZE + (size_t)n);
     if (!buf) {
-        PyBuffer_Release(&payload);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
     uint16_t f = (uint16_t)flags;
     uint64_t nb = (uint64_t)n;
@@ -136,18 +131,33 @@ static PyObject *send_eager(PyObject *self, PyObject *args) {
     memcpy(buf + 28, &zero, 4); /* chunk */
     memcpy(buf + 32, &zero, 4); /* xfer */
     memcpy(buf + 36, &aux, 4);
-    memcpy(buf + ENVELOPE_SIZE, payload.buf, (size_t)n);
-    PyBuffer_Release(&payload);
+    if (n) memcpy(buf + ENVELOPE_SIZE, payload, (size_t)n);
     MPI_Request req;
-    int rc = MPI_Isend(buf, ENVELOPE_SIZE + (int)n, MPI_BYTE, 0, mpitag, (MPI_Comm)comm, &req);
+    int rc = MPI_Isend(buf, ENVELOPE_SIZE + (int)n, MPI_BYTE, 0, mpitag, comm, &req);
     if (rc != MPI_SUCCESS) {
         free(buf);
-        return mpi_error("MPI_Isend", rc);
+        crank_mpi_error("MPI_Isend", rc);
+        return -1;
     }
     outbox[nout].req = req;
     outbox[nout].buf = buf;
     nout++;
-    if (nout >= limit && reap_sends() < 0) return NULL;
+    if (nout >= limit && reap_sends() < 0) return -1;
+    return 0;
+}
+
+static PyObject *send_eager(PyObject *self, PyObject *args) {
+    unsigned long long comm;
+    int mpitag, src, dst, tag, ctx, flags;
+    unsigned int aux;
+    Py_buffer payload;
+    if (!PyArg_ParseTuple(args, "KiiiiiiIy*", &comm, &mpitag, &src, &dst, &tag, &ctx, &flags,
+                          &aux, &payload))
+        return NULL;
+    int rc = crank_send((MPI_Comm)comm, mpitag, src, dst, tag, ctx, flags, aux, payload.buf,
+                        payload.len);
+    PyBuffer_Release(&payload);
+    if (rc < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -280,7 +290,7 @@ static PyObject *drain(PyObject *self, PyObject *args) {
         rc = MPI_Improbe(0, MPI_ANY_TAG, (MPI_Comm)comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS) {
             Py_XDECREF(got);
-            return mpi_error("MPI_Improbe", rc);
+            return crank_mpi_error("MPI_Improbe", rc);
         }
         if (!flag) break;
         MPI_Get_count(&st, MPI_BYTE, &count);
@@ -298,7 +308,7 @@ static PyObject *drain(PyObject *self, PyObject *args) {
         if (rc != MPI_SUCCESS) {
             Py_XDECREF(ba);
             Py_DECREF(got);
-            return mpi_error("MPI_Mrecv", rc);
+            return crank_mpi_error("MPI_Mrecv", rc);
         }
         int32_t src = -1, utag = 0, ctx = 0;
         if (!plain_eager(st.MPI_TAG, into, count, &src, &utag, &ctx)) src = -1;
@@ -344,9 +354,11 @@ static PyObject *wait_link(PyObject *self, PyObject *args) {
         sched_yield();
     }
     Py_END_ALLOW_THREADS
-    if (rc != MPI_SUCCESS) return mpi_error("MPI_Iprobe", rc);
+    if (rc != MPI_SUCCESS) return crank_mpi_error("MPI_Iprobe", rc);
     return PyBool_FromLong(flag);
 }
+
+PyObject *small_coll(PyObject *self, PyObject *args); /* _ccoll.c */
 
 static PyMethodDef methods[] = {
     {"wait_link", wait_link, METH_VARARGS,
@@ -355,6 +367,9 @@ static PyMethodDef methods[] = {
     {"send_eager", send_eager, METH_VARARGS,
      "send_eager(comm, mpitag, src, dst, tag, context, flags, aux, payload): envelope and "
      "payload to the forwarder on `comm`, sent from a buffer of our own."},
+    {"small_coll", small_coll, METH_VARARGS,
+     "small_coll(...): a small blocking Barrier or Allreduce, its steps in one call "
+     "(_ccoll.c)."},
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
     {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
     {"drain", drain, METH_VARARGS,

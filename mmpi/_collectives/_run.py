@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .._crossing import CrossRecv
 from .._native import MPI
 from .._op import PENDING, Op
+from .compiled import Call
 
 if TYPE_CHECKING:
     from .._communicator import Core
@@ -76,24 +77,38 @@ def ready(w):
     return None
 
 
-def blocking(core: Core, name: str, steps: Generator):
-    """Run a collective call's `steps` on `core` to the end; return their result."""
+def blocking(core: Core, name: str, steps: Generator | Call):
+    """Run a collective call's `steps` on `core` to the end; return their result.
+
+    `steps` may be a compiled call instead (`compiled.Call`), which runs them in C if it can.
+    """
     if core.pending:
         core.flush()
     core.start(name)
     e = core.engine
     e.departures.enter(core)
     try:
-        try:
-            w = steps.send(None)
-            while True:
-                w = steps.send(wait(e, w))
-        except StopIteration as stop:
-            result = stop.value
+        if type(steps) is Call:
+            if steps.run():
+                result = None
+            else:
+                result = _drive(e, steps.reference())
+        else:
+            result = _drive(e, steps)
     finally:
         e.departures.leave()
     core.calls += 1
     return result
+
+
+def _drive(e: Engine, steps: Generator):
+    """Run `steps` to the end, waiting for what each yields; their result."""
+    try:
+        w = steps.send(None)
+        while True:
+            w = steps.send(wait(e, w))
+    except StopIteration as stop:
+        return stop.value
 
 
 class Pending(Op):

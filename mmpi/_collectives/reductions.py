@@ -13,7 +13,7 @@ from .._buffers import Typed, as_typed, plain_pair
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import BufferError_, UsageError
-from . import carried, generic, objects
+from . import carried, compiled, generic, objects
 from ._base import (
     BYTE,
     IN_PLACE,
@@ -36,8 +36,13 @@ from ._base import (
 from .rooted import shares, ways
 
 
-def barrier(c: Coll):
-    """Tight: native barrier per cluster, the leaders' token exchange, native barrier again."""
+def barrier(c: Coll, blocking: bool = False):
+    """Tight: native barrier per cluster, the leaders' token exchange, native barrier again.
+
+    `blocking`: a Barrier, not an Ibarrier (it may run compiled: compiled.py).
+    """
+    if blocking and compiled.built(c):
+        return compiled.Call(c, lambda: barrier(c), False)
     if checking(c):  # the check's allgather holds the cluster's ranks as the first barrier would
         return checked(c, _barrier(c, False))
     return _barrier(c, True)
@@ -120,10 +125,14 @@ def in_place(c: Coll, rb: Typed, steps_of):
 
 
 # -- allreduce --------------------------------------------------------------------------------
-def allreduce(c: Coll, sendbuf, recvbuf, op):
+def allreduce(c: Coll, sendbuf, recvbuf, op, blocking: bool = False):
+    """`blocking`: an Allreduce, not an Iallreduce (it may run compiled: compiled.py)."""
     if id(op) in PREDEFINED_OPS:
         dt = plain_pair(sendbuf, recvbuf)
         if dt is not None and recvbuf.nbytes < REDUCE_VIA_RS and c.small(recvbuf.nbytes):
+            if blocking and compiled.built(c):
+                return compiled.Call(c, lambda: allreduce(c, sendbuf, recvbuf, op), True,
+                                     None if sendbuf is IN_PLACE else sendbuf, recvbuf, dt, op)
             return checked(c, _allreduce_plain(c, sendbuf, recvbuf, op, dt), -1,
                            recvbuf.nbytes)
     op = check_op(op, "Allreduce")

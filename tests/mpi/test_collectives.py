@@ -1,6 +1,7 @@
 """Bridged collectives against numpy references, native parity, and loud mismatch errors."""
 
 import pytest
+from conftest import RANK_PATHS
 
 pytestmark = pytest.mark.mpi
 
@@ -145,3 +146,22 @@ def test_communicators_made_while_collectives_are_pending_do_not_hang(bridged):
     job = bridged("pending_then_create.py", low=2, high=2, timeout=45)
     assert job.returncode == 0, job.output
     assert job.stdout.count(": ok") == 4, job.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("path", RANK_PATHS)
+@pytest.mark.parametrize("low,high,seed", [(2, 2, 5), (1, 3, 6)])
+def test_small_barriers_and_allreduces_on_both_rank_paths(bridged, path, low, high, seed):
+    # The compiled small collectives (_collectives/compiled.py) against the reference: a
+    # seeded mix on three communicators, late ranks, messages in flight; results checked.
+    import re
+
+    job = bridged("compiled_coll.py", str(seed), "150", low=low, high=high, timeout=100,
+                  env={"MMPI_RANK_PATH": path})
+    assert job.returncode == 0, job.output
+    counts = [int(n) for n in re.findall(r"compiled ok, 150 calls, (\d+) compiled", job.stdout)]
+    assert len(counts) == low + high, job.output
+    if path == "compiled":
+        assert min(counts) > 50, job.output  # it did run compiled
+    else:
+        assert max(counts) == 0, job.output
