@@ -163,118 +163,180 @@ static PyObject *wait_crossing(MPI_Comm link, int peer, int ctx, PyObject *keep,
     }
 }
 
+enum { BARRIER, ALLREDUCE, BCAST };
+
+typedef struct {
+    int mode, nwords, nmine, first_barrier, verify, count, me, peer, ctx, tag, sends, part;
+    unsigned int call;
+    MPI_Comm local, link; /* link: MPI_COMM_NULL where this rank does not cross */
+    MPI_Request check;    /* MPI_REQUEST_NULL: no check */
+    MPI_Datatype dt;
+    MPI_Op op;
+    Py_buffer words, sb, rb;
+    int have_sb, have_rb;
+    PyObject *keep;
+    Waiter w;
+} Call;
+
+/* Start the check and wait for it; with `verify`, compare everyone's first three words with
+ * this rank's. 0 done, 1 mismatch, -1 error. */
+static int check(Call *k) {
+    MPI_Request chk = k->check;
+    if (started("MPI_Start", MPI_Start(&chk)) < 0 || wait_request(&chk, &k->w) < 0) return -1;
+    const int64_t *all = (const int64_t *)k->words.buf;
+    if (!k->verify) return 0;
+    for (int i = 1; i <= k->nmine; i++)
+        if (memcmp(all, all + (Py_ssize_t)i * k->nwords, 3 * sizeof(int64_t))) return 1;
+    return 0;
+}
+
+/* The peer's crossing for this call, its payload's buffer in `tb` (released by the caller with
+ * *got): 0, or a result tuple to return (another call's crossing, or another size than
+ * `nbytes`), or NULL on error (*got NULL). */
+static PyObject *take_crossing(Call *k, Py_ssize_t nbytes, Py_buffer *tb, PyObject **got) {
+    int gtag = 0;
+    unsigned int gcall = 0;
+    PyObject *payload = NULL;
+    *got = wait_crossing(k->link, k->peer, k->ctx, k->keep, &k->w);
+    if (!*got) return NULL;
+    PyObject *out = NULL;
+    if (!PyArg_ParseTuple(*got, "iIO", &gtag, &gcall, &payload)) goto fail;
+    if (gtag != k->tag || gcall != k->call) {
+        out = Py_BuildValue("(iiI)", 2, gtag, gcall);
+        goto fail;
+    }
+    if (PyObject_GetBuffer(payload, tb, PyBUF_SIMPLE) < 0) goto fail;
+    if (tb->len != nbytes) {
+        out = Py_BuildValue("(in)", 3, tb->len);
+        PyBuffer_Release(tb);
+        goto fail;
+    }
+    return Py_None; /* borrowed: the caller only compares */
+fail:
+    Py_CLEAR(*got);
+    return out;
+}
+
+/* Barrier and Allreduce: the leaders' scheme. A new reference to the result, NULL on error. */
+static PyObject *reduce_scheme(Call *k) {
+    MPI_Request r;
+    int allreduce = k->mode == ALLREDUCE;
+    if (k->check != MPI_REQUEST_NULL) {
+        int bad = check(k);
+        if (bad < 0) return NULL;
+        if (bad) return Py_BuildValue("(i)", 1);
+    } else if (k->first_barrier) {
+        if (started("MPI_Ibarrier", MPI_Ibarrier(k->local, &r)) < 0 || wait_request(&r, &k->w) < 0)
+            return NULL;
+    }
+    if (allreduce) { /* the native reduce to the leader */
+        int rc;
+        if (k->link != MPI_COMM_NULL)
+            rc = MPI_Ireduce(k->have_sb ? k->sb.buf : MPI_IN_PLACE, k->rb.buf, k->count, k->dt,
+                             k->op, 0, k->local, &r);
+        else
+            rc = MPI_Ireduce(k->have_sb ? k->sb.buf : k->rb.buf, NULL, k->count, k->dt, k->op, 0,
+                             k->local, &r);
+        if (started("MPI_Ireduce", rc) < 0 || wait_request(&r, &k->w) < 0) return NULL;
+    }
+    if (k->link != MPI_COMM_NULL) { /* the leaders' exchange */
+        if (crank_send(k->link, T_COLL, k->me, k->peer, k->tag, k->ctx, 0, k->call,
+                       allreduce ? k->rb.buf : NULL, allreduce ? k->rb.len : 0) < 0)
+            return NULL;
+        Py_buffer tb;
+        PyObject *got, *out = take_crossing(k, allreduce ? k->rb.len : 0, &tb, &got);
+        if (!got) return out;
+        if (allreduce) { /* theirs op mine, into mine: predefined ops commute */
+            int rc = MPI_Reduce_local(tb.buf, k->rb.buf, k->count, k->dt, k->op);
+            PyBuffer_Release(&tb);
+            Py_DECREF(got);
+            if (started("MPI_Reduce_local", rc) < 0) return NULL;
+        } else {
+            PyBuffer_Release(&tb);
+            Py_DECREF(got);
+        }
+    }
+    int rc = allreduce ? MPI_Ibcast(k->rb.buf, k->count, k->dt, 0, k->local, &r)
+                       : MPI_Ibarrier(k->local, &r);
+    if (started(allreduce ? "MPI_Ibcast" : "MPI_Ibarrier", rc) < 0 || wait_request(&r, &k->w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Bcast with its data in the check (mmpi/_collectives/carried.py, Rule 1): the root sends it
+ * across (`sends`), the other cluster's leader takes it from the link (`link` set), then every
+ * rank of more than one runs the check with the data in its part if it has it, and takes it
+ * from part `part`. A new reference to the result, NULL on error. */
+static PyObject *bcast_carried(Call *k) {
+    Py_ssize_t nb = k->rb.len;
+    int have = k->sends;
+    if (k->sends) {
+        if (crank_send(k->link, T_COLL, k->me, k->peer, k->tag, k->ctx, 0, k->call, k->rb.buf,
+                       nb) < 0)
+            return NULL;
+    } else if (k->link != MPI_COMM_NULL) {
+        Py_buffer tb;
+        PyObject *got, *out = take_crossing(k, nb, &tb, &got);
+        if (!got) return out;
+        memcpy(k->rb.buf, tb.buf, (size_t)nb);
+        PyBuffer_Release(&tb);
+        Py_DECREF(got);
+        have = 1;
+    }
+    if (k->check == MPI_REQUEST_NULL) Py_RETURN_NONE; /* a cluster of one */
+    char *raw = (char *)k->words.buf;
+    Py_ssize_t part = 8 * (Py_ssize_t)k->nwords;
+    if (have) memcpy(raw + 24, k->rb.buf, (size_t)nb);
+    int bad = check(k);
+    if (bad < 0) return NULL;
+    if (bad) return Py_BuildValue("(i)", 1);
+    if (!have) memcpy(k->rb.buf, raw + part * (1 + k->part) + 24, (size_t)nb);
+    Py_RETURN_NONE;
+}
+
 PyObject *small_coll(PyObject *self, PyObject *args) {
     unsigned long long local_h, check_h, dtype_h, op_h, link_h;
-    Py_buffer words;
-    int nwords, nmine, first_barrier, allreduce, count, me, peer, ctx, tag, tests, first;
-    unsigned int call;
-    PyObject *sendobj, *recvobj, *idle, *keep;
-    if (!PyArg_ParseTuple(args, "KKw*iiiiOOiKKKiiiiIiiOO", &local_h, &check_h, &words, &nwords,
-                          &nmine, &first_barrier, &allreduce, &sendobj, &recvobj, &count,
-                          &dtype_h, &op_h, &link_h, &me, &peer, &ctx, &tag, &call, &tests,
-                          &first, &idle, &keep))
+    PyObject *sendobj, *recvobj, *idle;
+    Call k;
+    memset(&k, 0, sizeof k);
+    if (!PyArg_ParseTuple(args, "iKKw*iiiiOOiKKKiiiiIiiiiOO", &k.mode, &local_h, &check_h,
+                          &k.words, &k.nwords, &k.nmine, &k.first_barrier, &k.verify, &sendobj,
+                          &recvobj, &k.count, &dtype_h, &op_h, &link_h, &k.me, &k.peer, &k.ctx,
+                          &k.tag, &k.call, &k.sends, &k.part, &k.w.tests, &k.w.first, &idle,
+                          &k.keep))
         return NULL;
+    k.local = (MPI_Comm)local_h;
+    k.check = check_h ? (MPI_Request)check_h : MPI_REQUEST_NULL;
+    k.link = link_h ? (MPI_Comm)link_h : MPI_COMM_NULL;
+    k.dt = (MPI_Datatype)dtype_h;
+    k.op = (MPI_Op)op_h;
+    k.w.idle = idle;
+    if (k.w.tests < 1) k.w.tests = 1;
     PyObject *result = NULL;
-    Py_buffer sb = {0}, rb = {0};
-    int have_sb = 0, have_rb = 0;
-    MPI_Comm local = (MPI_Comm)local_h;
-    MPI_Datatype dt = (MPI_Datatype)dtype_h;
-    MPI_Op op = (MPI_Op)op_h;
-    MPI_Request r;
-    Waiter w = {tests < 1 ? 1 : tests, first, idle, 0, 0, 0, 0};
-    if (allreduce) {
-        if (PyObject_GetBuffer(recvobj, &rb, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) goto done;
-        have_rb = 1;
-        if (sendobj != Py_None) {
-            if (PyObject_GetBuffer(sendobj, &sb, PyBUF_SIMPLE) < 0) goto done;
-            have_sb = 1;
-        }
+    if (k.check != MPI_REQUEST_NULL &&
+        (k.words.len < (Py_ssize_t)(sizeof(int64_t) * k.nwords * (k.nmine + 1)) || k.nwords < 3)) {
+        PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: words too short");
+        goto done;
     }
-    /* 1. the check, or a first barrier */
-    if (check_h) {
-        MPI_Request chk = (MPI_Request)check_h;
-        if (started("MPI_Start", MPI_Start(&chk)) < 0 || wait_request(&chk, &w) < 0) goto done;
-        const int64_t *all = (const int64_t *)words.buf;
-        if (words.len < (Py_ssize_t)(sizeof(int64_t) * nwords * (nmine + 1))) {
-            PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: words too short");
-            goto done;
-        }
-        for (int i = 1; i <= nmine; i++)
-            if (memcmp(all, all + (Py_ssize_t)i * nwords, 3 * sizeof(int64_t))) {
-                result = Py_BuildValue("(i)", 1);
-                goto done;
-            }
-    } else if (first_barrier) {
-        if (started("MPI_Ibarrier", MPI_Ibarrier(local, &r)) < 0 || wait_request(&r, &w) < 0)
-            goto done;
+    if (recvobj != Py_None) {
+        /* a Bcast root's buffer may be read-only: it is only read */
+        int flags = k.mode == BCAST && k.sends ? PyBUF_SIMPLE : PyBUF_SIMPLE | PyBUF_WRITABLE;
+        if (PyObject_GetBuffer(recvobj, &k.rb, flags) < 0) goto done;
+        k.have_rb = 1;
     }
-    /* 2. the native reduce to the leader */
-    if (allreduce) {
-        const void *send = have_sb ? sb.buf : MPI_IN_PLACE;
-        int rc;
-        if (link_h) {
-            rc = MPI_Ireduce(send, rb.buf, count, dt, op, 0, local, &r);
-        } else {
-            rc = MPI_Ireduce(have_sb ? sb.buf : rb.buf, NULL, count, dt, op, 0, local, &r);
-        }
-        if (started("MPI_Ireduce", rc) < 0 || wait_request(&r, &w) < 0) goto done;
+    if (sendobj != Py_None) {
+        if (PyObject_GetBuffer(sendobj, &k.sb, PyBUF_SIMPLE) < 0) goto done;
+        k.have_sb = 1;
     }
-    /* 3. the leaders' exchange */
-    if (link_h) {
-        MPI_Comm link = (MPI_Comm)link_h;
-        if (crank_send(link, T_COLL, me, peer, tag, ctx, 0, call, allreduce ? rb.buf : NULL,
-                       allreduce ? rb.len : 0) < 0)
-            goto done;
-        PyObject *got = wait_crossing(link, peer, ctx, keep, &w);
-        if (!got) goto done;
-        int gtag = 0;
-        unsigned int gcall = 0;
-        PyObject *payload = NULL;
-        if (!PyArg_ParseTuple(got, "iIO", &gtag, &gcall, &payload)) {
-            Py_DECREF(got);
-            goto done;
-        }
-        if (gtag != tag || gcall != call) {
-            result = Py_BuildValue("(iiI)", 2, gtag, gcall);
-            Py_DECREF(got);
-            goto done;
-        }
-        if (allreduce) {
-            Py_buffer tb;
-            if (PyObject_GetBuffer(payload, &tb, PyBUF_SIMPLE) < 0) {
-                Py_DECREF(got);
-                goto done;
-            }
-            if (tb.len != rb.len) {
-                result = Py_BuildValue("(in)", 3, tb.len);
-                PyBuffer_Release(&tb);
-                Py_DECREF(got);
-                goto done;
-            }
-            /* theirs op mine, into mine: predefined ops commute (reductions._allreduce_plain) */
-            int rc = MPI_Reduce_local(tb.buf, rb.buf, count, dt, op);
-            PyBuffer_Release(&tb);
-            if (started("MPI_Reduce_local", rc) < 0) {
-                Py_DECREF(got);
-                goto done;
-            }
-        }
-        Py_DECREF(got);
+    if ((k.mode != BARRIER && !k.have_rb) || k.mode < BARRIER || k.mode > BCAST ||
+        (k.mode == BCAST && k.rb.len > 8 * (Py_ssize_t)k.nwords - 24)) {
+        PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: bad arguments");
+        goto done;
     }
-    /* 4. the native bcast, or the last barrier */
-    if (allreduce) {
-        if (started("MPI_Ibcast", MPI_Ibcast(rb.buf, count, dt, 0, local, &r)) < 0 ||
-            wait_request(&r, &w) < 0)
-            goto done;
-    } else {
-        if (started("MPI_Ibarrier", MPI_Ibarrier(local, &r)) < 0 || wait_request(&r, &w) < 0)
-            goto done;
-    }
-    result = Py_None;
-    Py_INCREF(result);
+    result = k.mode == BCAST ? bcast_carried(&k) : reduce_scheme(&k);
 done:
-    if (have_sb) PyBuffer_Release(&sb);
-    if (have_rb) PyBuffer_Release(&rb);
-    PyBuffer_Release(&words);
+    if (k.have_sb) PyBuffer_Release(&k.sb);
+    if (k.have_rb) PyBuffer_Release(&k.rb);
+    PyBuffer_Release(&k.words);
     return result;
 }

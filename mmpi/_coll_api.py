@@ -106,7 +106,7 @@ class CollectiveMethods:
         """Broadcast from `root`."""
         if not self._core.spans:
             return self._native("bcast", buf, root)
-        self._run("Bcast", T.bcast(self._c("Bcast"), buf, root))
+        self._run("Bcast", T.bcast(self._c("Bcast"), buf, root, True))
 
     def Reduce(self, sendbuf, recvbuf, op=_SUM, root=0) -> None:
         """Reduce to `root`."""

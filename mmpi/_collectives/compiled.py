@@ -21,7 +21,17 @@ import numpy as np
 from .._crossing import Coll
 from ..wire import protocol as P
 from ..wire.backoff import Backoff
-from ._base import T_ALLREDUCE, T_BARRIER, WORDS, checking, same_size, start_check, verify_check
+from ._base import (
+    CHECK,
+    T_ALLREDUCE,
+    T_BARRIER,
+    T_BCAST,
+    WORDS,
+    checking,
+    same_size,
+    start_check,
+    verify_check,
+)
 
 _NO_WORDS = np.zeros(WORDS, np.int64)  # a Barrier without the check
 _NATIVE_DRAIN = 1e-3  # as _engine's waits: drains and liveness once per millisecond
@@ -33,35 +43,41 @@ def built(c: Coll) -> bool:
     return getattr(c.engine.fast, "small_coll", None) is not None
 
 
+BARRIER, ALLREDUCE, BCAST = 0, 1, 2  # _ccoll.c's modes
+_TAGS = (T_BARRIER, T_ALLREDUCE, T_BCAST)
+
+
 class Call:
     """A blocking call that may run as one compiled call (`_run.blocking` runs it).
 
     `run()` when its turn comes: False if this call cannot take the compiled path (Rule),
-    whose steps `reference()` then gives.
+    whose steps `reference()` then gives. `args`: Allreduce (sendbuf or None for in place,
+    recvbuf, datatype, op); Bcast (the buffer's view, root); Barrier none.
     """
 
-    __slots__ = ("c", "reference", "allreduce", "args")
+    __slots__ = ("c", "reference", "mode", "args")
 
-    def __init__(self, c: Coll, reference, allreduce: bool, *args) -> None:
-        self.c, self.reference, self.allreduce, self.args = c, reference, allreduce, args
+    def __init__(self, c: Coll, reference, mode: int, *args) -> None:
+        self.c, self.reference, self.mode, self.args = c, reference, mode, args
 
     def run(self) -> bool:
         c = self.c
-        small_coll = _usable(c)
-        if small_coll is None:
+        e = c.engine
+        if e.crossings.monitor is not None or c.local is not c.ctx.comm:
             return False
-        _run(c, small_coll, self.allreduce, *self.args)
+        source = _source(c, self.mode, self.args)
+        if source is not None and e.crossings.kept.get((c.ctx.id, c.ctx.world_of[source])):
+            return False  # it comes first, and is Python's to take
+        _run(c, e.fast.small_coll, self.mode, source, *self.args)
         return True
 
 
-def _usable(c: Coll):
-    """`small_coll` if this call may take the compiled path, else None (Rule)."""
-    e = c.engine
-    if e.crossings.monitor is not None or c.local is not c.ctx.comm:
-        return None
-    if c.leader and e.crossings.kept.get((c.ctx.id, c.ctx.world_of[c.peer])):
-        return None
-    return e.fast.small_coll
+def _source(c: Coll, mode: int, args) -> int | None:
+    """The rank whose crossing this rank takes in the call, if any."""
+    if mode != BCAST:
+        return c.peer if c.leader else None
+    root = args[1]
+    return root if c.leader and not c.here(root) else None
 
 
 class _Idle:
@@ -100,37 +116,46 @@ class _Idle:
         return True if self.backoff.napping() else None
 
 
-def _run(c: Coll, small_coll, allreduce: bool, sendbuf=None, recvbuf=None, dt=None,
-         op=None) -> None:
+def _run(c: Coll, small_coll, mode: int, source: int | None, *args) -> None:
     """One call's steps in C; the reference's errors for what C hands back."""
     e = c.engine
     if e.p2p.fanout.held:
         e.p2p.fanout.flush()
-    if checking(c):
-        words, req = start_check(c, -1, recvbuf.nbytes if allreduce else -1)
+    sendbuf = recvbuf = None
+    count = dt = op = 0
+    sends, part, root, dest = False, 0, -1, None
+    if mode == ALLREDUCE:
+        sendbuf, recvbuf, dt, op = args
+        count, nbytes, dt, op = recvbuf.size, recvbuf.nbytes, dt.handle, op.handle
+    elif mode == BCAST:
+        recvbuf, root = args
+        nbytes = len(recvbuf)
+        sends = c.rank == root
+        part = c.local_of(root) if c.here(root) else 0
+        if sends:
+            dest = c.peer
+    else:
+        nbytes = -1
+    if mode == BCAST and c.nmine >= 2 or mode != BCAST and checking(c):
+        words, req = start_check(c, root, nbytes)
         check = req.handle
     else:
         words, check = _NO_WORDS, 0
-    key = None
-    link = me = peer = 0
-    if c.leader:
-        peer = c.ctx.world_of[c.peer]
-        key = (c.ctx.id, peer)
+    link = peer = 0
+    if source is not None or dest is not None:
+        peer = c.ctx.world_of[source if dest is None else dest]
         link = e.handles[P.route(e.vrank, peer, e.nfwd)]
-        me = e.vrank
     got = small_coll(
-        c.local.handle, check, words, WORDS, c.nmine, True, allreduce,
-        sendbuf, recvbuf, recvbuf.size if allreduce else 0,
-        dt.handle if allreduce else 0, op.handle if allreduce else 0,
-        link, me, peer, c.ctx.id, T_ALLREDUCE if allreduce else T_BARRIER, c.call,
-        len(e.tests), len(e.first), _Idle(e, key), e.crossings.keep)
-    if c.leader:
+        mode, c.local.handle, check, words, WORDS, c.nmine, mode == BARRIER, CHECK, sendbuf,
+        recvbuf, count, dt, op, link, e.vrank, peer, c.ctx.id, _TAGS[mode], c.call, sends,
+        part, len(e.tests), len(e.first),
+        _Idle(e, None if source is None else (c.ctx.id, peer)), e.crossings.keep)
+    if source is not None:
         e.heard[P.route(e.vrank, peer, e.nfwd)] = time.monotonic()
     if got is None:
         return
     if got[0] == 1:
         verify_check(c, words)
     elif got[0] == 2:
-        raise e.crossings.other_call(c.name, c.peer, got[1], got[2],
-                                     T_ALLREDUCE if allreduce else T_BARRIER, c.call)
-    same_size(c, "data", recvbuf.nbytes, got[1])
+        raise e.crossings.other_call(c.name, source, got[1], got[2], _TAGS[mode], c.call)
+    same_size(c, "data", nbytes, got[1])

@@ -42,7 +42,7 @@ def barrier(c: Coll, blocking: bool = False):
     `blocking`: a Barrier, not an Ibarrier (it may run compiled: compiled.py).
     """
     if blocking and compiled.built(c):
-        return compiled.Call(c, lambda: barrier(c), False)
+        return compiled.Call(c, lambda: barrier(c), compiled.BARRIER)
     if checking(c):  # the check's allgather holds the cluster's ranks as the first barrier would
         return checked(c, _barrier(c, False))
     return _barrier(c, True)
@@ -131,8 +131,9 @@ def allreduce(c: Coll, sendbuf, recvbuf, op, blocking: bool = False):
         dt = plain_pair(sendbuf, recvbuf)
         if dt is not None and recvbuf.nbytes < REDUCE_VIA_RS and c.small(recvbuf.nbytes):
             if blocking and compiled.built(c):
-                return compiled.Call(c, lambda: allreduce(c, sendbuf, recvbuf, op), True,
-                                     None if sendbuf is IN_PLACE else sendbuf, recvbuf, dt, op)
+                return compiled.Call(c, lambda: allreduce(c, sendbuf, recvbuf, op),
+                                     compiled.ALLREDUCE, None if sendbuf is IN_PLACE else sendbuf,
+                                     recvbuf, dt, op)
             return checked(c, _allreduce_plain(c, sendbuf, recvbuf, op, dt), -1,
                            recvbuf.nbytes)
     op = check_op(op, "Allreduce")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _buffers
 from .._buffers import Typed, as_typed, as_vector
 from .._crossing import Coll
 from ..errors import BufferError_, UsageError
-from . import carried
+from . import carried, compiled
 from ._base import (
     BYTE,
     I64,
@@ -51,10 +52,14 @@ def shares(n: int, k: int, nloc: int) -> tuple[list[int], list[int]]:
 
 
 # -- bcast ------------------------------------------------------------------------------------
-def bcast(c: Coll, buf, root) -> object:
+def bcast(c: Coll, buf, root, blocking: bool = False) -> object:
+    """`blocking`: a Bcast, not an Ibcast (a small one may run compiled: compiled.py)."""
     root = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
     if carried.fits(c, b.nbytes):
+        if blocking and compiled.built(c) and not _buffers.unpacks:
+            return compiled.Call(c, lambda: carried.bcast(c, b, root), compiled.BCAST, b.view,
+                                 root)
         return carried.bcast(c, b, root)
     return checked(c, _bcast(c, b, root), root, b.nbytes)
 

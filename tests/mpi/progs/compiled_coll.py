@@ -1,8 +1,8 @@
-"""Small blocking Barriers and Allreduces, the compiled path's cases, every result checked.
+"""Small blocking Barriers, Allreduces and Bcasts, the compiled path's cases, results checked.
 
 `python compiled_coll.py SEED ROUNDS` on a bridged job: on COMM_WORLD, a split of it and a dup
-alive at once, a seeded mix of Allreduces (dtypes, predefined ops, in place or not) and
-Barriers; now and then a rank comes late (long enough for the waits' back-off to nap and the
+alive at once, a seeded mix of Allreduces (dtypes, predefined ops, in place or not), Bcasts
+(any root; up to 64 bytes they carry their data in the check) and Barriers; now and then a rank comes late (long enough for the waits' back-off to nap and the
 engine to drain the links), and messages between the clusters are in flight across the calls.
 Each rank prints how many calls took the compiled path (`_collectives/compiled.py`), so that
 the test can tell it ran where built and did not under MMPI_RANK_PATH=python.
@@ -66,8 +66,17 @@ for i in range(rounds):
     if rank == late:
         time.sleep(nap)
     me, n_ranks = comm.Get_rank(), comm.Get_size()
-    if rng.random() < 0.3:
+    pick = rng.random()
+    if pick < 0.25:
         comm.Barrier()
+    elif pick < 0.5:
+        root = int(rng.integers(n_ranks))
+        n = int(rng.choice([1, 3, 8, 9, 100]))  # 8 doubles fill the check's room, 9 do not
+        dtype = DTYPES[int(rng.integers(len(DTYPES)))]
+        want = values(root, n, dtype, "SUM", i)
+        got = want.copy() if me == root else np.full(n, 99, dtype)
+        comm.Bcast(got, root=root)
+        assert got.tolist() == want.tolist(), (i, root, dtype, got, want)
     else:
         op = list(OPS)[int(rng.integers(len(OPS)))]
         dtypes = [d for d in DTYPES if op in ("BAND", "BOR") and np.issubdtype(d, np.integer)
