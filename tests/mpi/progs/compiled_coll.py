@@ -2,8 +2,9 @@
 
 `python compiled_coll.py SEED ROUNDS` on a bridged job: on COMM_WORLD, a split of it and a dup
 alive at once, a seeded mix of Allreduces (dtypes, predefined ops, in place or not), Bcasts
-(any root; up to 64 bytes they carry their data in the check) and Barriers; now and then a rank comes late (long enough for the waits' back-off to nap and the
-engine to drain the links), and messages between the clusters are in flight across the calls.
+(any root; up to 64 bytes they carry their data in the check) and Barriers; now and then a
+rank comes late (long enough for the waits' back-off to nap and the engine to drain the
+links), and messages between the clusters are in flight across the calls.
 Each rank prints how many calls took the compiled path (`_collectives/compiled.py`), so that
 the test can tell it ran where built and did not under MMPI_RANK_PATH=python.
 """
