@@ -23,6 +23,8 @@
  *   coll native - OP ITERS BYTES          (mpiexec -n 4: MPICH's own blocking collective, as
  *                                          mmpi-bench's native baseline calls it)
  *
+ * CHECK=1 in the environment adds mmpi's collective check to the bridged algorithms (see
+ * check): the floor for what mmpi does, mismatch detection included.
  * Each call is timed alone, with an untimed synchronisation after it, as mmpi-bench times
  * collectives; the figure (us per call) is the slowest rank's, printed per cluster (the
  * slower cluster's is the result). OP is allreduce, bcast or alltoall. TESTS and SPLIT in the
@@ -46,6 +48,7 @@ static long SPLIT = 512 << 10;  /* SPLIT=bytes in the environment: where the sha
 #define POOL 16
 
 static int tests = 10;  /* TESTS: tests per sched_yield, as mmpi's waits (MMPI_TESTS_PER_YIELD) */
+static int check_on = 0; /* CHECK=1: each call first runs mmpi's collective check (see check) */
 
 static void wait_req(MPI_Request *r) {
   int flag = 0;
@@ -116,6 +119,22 @@ static void relay(MPI_Comm lo, MPI_Comm hi, long count, int bytes) {
   for (int i = 0; i < POOL; i++) free(buf[i]);
 }
 
+/* mmpi's collective check (mmpi/_collectives/_base.py, Rule 3): a persistent allgather of
+ * each rank's 11 words (the call, its root, its size, then up to 64 bytes of data), the
+ * first three compared. A small Bcast carries its data in it (`data`, to `at` of rank
+ * `from`'s part), and makes no native bcast of its own (mmpi/_collectives/carried.py). */
+static MPI_Request cr = MPI_REQUEST_NULL;  /* the check's allgather, freed at the end */
+static void check(MPI_Comm w, int kind, int bytes, const char *data, char *at, int from) {
+  static long long mine[11], all[22];
+  if (cr == MPI_REQUEST_NULL)
+    MPI_Allgather_init(mine, 11, MPI_LONG_LONG, all, 11, MPI_LONG_LONG, w, MPI_INFO_NULL, &cr);
+  mine[0] = kind; mine[1] = -1; mine[2] = bytes;
+  if (data) memcpy(mine + 3, data, bytes);
+  MPI_Start(&cr); wait_req(&cr);
+  if (memcmp(all, all + 11, 24)) { fprintf(stderr, "coll: check mismatch\n"); MPI_Abort(w, 4); }
+  if (at) memcpy(at, all + 11 * from + 3, bytes);
+}
+
 /* Time spent in the shares' phases: reduce-scatter, exchange, add, allgather (PHASES=1). */
 static double phase[4];
 
@@ -141,6 +160,7 @@ static void allreduce(float *s, float *r, float *theirs, int n, int me, MPI_Comm
     for (int i = 0; i < 4; i++) phase[i] += t[i + 1] - t[i];
     return;
   }
+  if (check_on) check(w, ALLREDUCE, n * 4, NULL, NULL, 0);
   MPI_Ireduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w, q); wait_req(q);
   if (me == 0) {
     MPI_Irecv(theirs, n, MPI_FLOAT, 0, MPI_ANY_TAG, x, q);
@@ -154,6 +174,19 @@ static void allreduce(float *s, float *r, float *theirs, int n, int me, MPI_Comm
 static void bcast(char *b, int bytes, int low, int me, MPI_Comm w, MPI_Comm x) {
   MPI_Request q[3];
   int split = bytes >= SPLIT, half = bytes / 2;
+  if (check_on && bytes <= 64) {  /* the data in the check */
+    if (low && me == 0) {
+      MPI_Isend(b, bytes, MPI_BYTE, 0, TO, x, q);
+      check(w, BCAST, bytes, b, NULL, 0);
+      wait_req(q);
+    } else if (!low && me == 0) {
+      MPI_Irecv(b, bytes, MPI_BYTE, 0, MPI_ANY_TAG, x, q); wait_req(q);
+      check(w, BCAST, bytes, b, NULL, 0);
+    } else {
+      check(w, BCAST, bytes, NULL, b, 0);
+    }
+    return;
+  }
   if (low) {
     int ns = 0;
     if (me == 0 && split) {
@@ -210,6 +243,7 @@ int main(int argc, char **argv) {
   }
   int total = iters + WARMUP, me;
   if (getenv("TESTS")) tests = atoi(getenv("TESTS"));
+  if (getenv("CHECK")) check_on = atoi(getenv("CHECK"));
   if (getenv("SPLIT")) SPLIT = atol(getenv("SPLIT"));
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   double t0 = 0;
@@ -271,7 +305,8 @@ int main(int argc, char **argv) {
       bad |= a[(long)j * bytes] != 16 * j + world || a[(long)j * bytes + bytes - 1] != 16 * j + world;
   }
   if (bad) { fprintf(stderr, "coll %s %s: wrong result on %s rank %d\n", op, argv[5], role, me); MPI_Abort(MPI_COMM_WORLD, 3); }
-  if (me == 0) printf("C relayed %s %d B on 2+2 ranks, %s cluster: %.1f us\n", op, bytes, role, t);
+  if (me == 0) printf("C relayed %s %d B on 2+2 ranks%s, %s cluster: %.1f us\n", op, bytes, check_on ? " with the check" : "", role, t);
+  if (cr != MPI_REQUEST_NULL) MPI_Request_free(&cr);
   MPI_Comm_disconnect(&x);
   MPI_Finalize();
   return 0;

@@ -6,9 +6,11 @@
 #
 #   bash benchmarks/floor/run.sh [ROUNDS]        paths (floor.c): one hop, via a relay, across
 #                                                three jobs; barrier; exchanges; streams
-#   bash benchmarks/floor/run.sh coll [ROUNDS]   the bridged Allreduce 8 B / 1 MiB, Bcast 1 MiB
+#   bash benchmarks/floor/run.sh coll [ROUNDS]   the bridged Allreduce and Bcast of 8 B and 1 MiB
 #                                                and Alltoall 64 KiB in C (coll.c) against
-#                                                MPICH's own, then `mmpi-bench` on the same points
+#                                                MPICH's own, the small ones also with mmpi's
+#                                                collective check (CHECK=1), the Barrier
+#                                                (floor.c), then `mmpi-bench` on the same points
 #   bash benchmarks/floor/run.sh pairs [ROUNDS]  1 and 4 concurrent pairs of 4 MiB streams
 #                                                through a C relay (pairs.c), then `mmpi-bench pairs`
 #   bash benchmarks/floor/run.sh rate [ROUNDS]   message rate, 8 B - 4 KiB, 1 and 2 pairs through
@@ -78,13 +80,18 @@ cpairs() {
 coll_rounds() {
   for r in $(seq "$rounds"); do
     echo "== round $r $(date -u +%H:%M:%S)"
-    for point in "allreduce 2000 8" "allreduce 300 1048576" "bcast 300 1048576" \
-                 "alltoall 500 65536"; do
+    for point in "allreduce 2000 8" "bcast 2000 8" "allreduce 300 1048576" \
+                 "bcast 300 1048576" "alltoall 500 65536"; do
       # shellcheck disable=SC2086  # a point is three words
       native $point
       # shellcheck disable=SC2086
       relayed $point
     done
+    # the small ones again with mmpi's collective check, as mmpi runs them
+    CHECK=1 relayed allreduce 2000 8
+    CHECK=1 relayed bcast 2000 8
+    run -n 5 "$bin" barrier 5000
+    bench barrier
     bench allreduce bcast --sizes 8,1M
     bench alltoall --sizes 64K
   done
