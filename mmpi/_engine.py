@@ -120,6 +120,7 @@ class Engine:
         self._fan = self.p2p.fanout  # held sends, flushed before any wait (_fanout Rule 1)
         self.crossings = Crossings(self)
         self.tests, self.first = _TESTS, _FIRST  # for the transports' own first rounds
+        self.drain_every = _NATIVE_DRAIN  # and their waits' drains (_collectives/compiled)
         self.first_batches, self.batch = _FIRST_BATCHES, _BATCH  # the same, compiled
         # Work that advances only when polled (non-blocking collectives): called on progress.
         self.background: list[Callable[[], bool]] = []

@@ -1,14 +1,15 @@
-"""Small blocking Barrier and Allreduce in one compiled call (`_ccoll.c`), where built.
+"""Small blocking Barrier, Allreduce and Bcast in one compiled call (`_ccoll.c`), where built.
 
-The same steps as `reductions.barrier` and `reductions._allreduce_plain` (the reference, and
-what runs wherever this does not): the check, the native reduce, the leaders' crossing and
-the native bcast or barrier, with no interpreted step between them. On shared cores the
+The same steps as `reductions.barrier`, `reductions._allreduce_plain` and `carried.bcast`
+(the reference, and what runs wherever this does not): the check, the native reduce, the
+leaders' crossing and the native bcast or barrier (a Bcast: the crossing and the check that
+carries the data), with no interpreted step between them. On shared cores the
 interpreted steps and waits made each turn a waiting rank takes on the CPU several times
 longer (docs/performance.md, "Small collectives").
 
 Rule: this path runs only where it does exactly what the reference does: a blocking call, the
 compiled rank path on, no monitor counting the collectives' data, no crossing kept for this
-communicator's peer already (it would come first). Anything out of the ordinary in a call (a
+call's sender already (it comes first). Anything out of the ordinary in a call (a
 mismatch, a crossing of another call) is raised with the reference's own errors.
 """
 
@@ -33,8 +34,7 @@ from ._base import (
     verify_check,
 )
 
-_NO_WORDS = np.zeros(WORDS, np.int64)  # a Barrier without the check
-_NATIVE_DRAIN = 1e-3  # as _engine's waits: drains and liveness once per millisecond
+_NO_WORDS = np.zeros(WORDS, np.int64)  # a call without the check
 _now = time.perf_counter
 
 
@@ -83,7 +83,7 @@ def _source(c: Coll, mode: int, args) -> int | None:
 class _Idle:
     """The engine's say in a long compiled wait: `idle(n, crossing)`, n from 0 in each wait.
 
-    Its back-off (True while it naps), a drain and the liveness check once per millisecond;
+    Its back-off (True while it naps), a drain and the liveness check once per `drain_every`;
     in the crossing's wait (`crossing`) the crossing a drain kept, once there (n -1: only
     that, before the crossing's wait, if a drain may have run in an earlier wait).
     """
@@ -102,7 +102,7 @@ class _Idle:
                 raise e.broken
             self.backoff = Backoff()
             self.since = time.monotonic()
-            self.drain_at = _now() + _NATIVE_DRAIN
+            self.drain_at = _now() + e.drain_every
         if _now() >= self.drain_at:
             if e.progress():
                 self.backoff.reset()
@@ -111,7 +111,7 @@ class _Idle:
                 if got is not None:
                     return got
             e.alive(self.since)
-            self.drain_at = _now() + _NATIVE_DRAIN
+            self.drain_at = _now() + e.drain_every
         self.backoff.idle()
         return True if self.backoff.napping() else None
 
