@@ -1,25 +1,27 @@
-/* A small blocking Barrier or Allreduce in one compiled call: the steps of the leaders' scheme
- * (mmpi/_collectives/reductions.py, the reference and the fallback) with no interpreted step
- * between them. Part of the module `_mmpi_crank` (mmpi/_crank.c).
+/* A small blocking Barrier, Allreduce, Bcast or Reduce in one compiled call: the steps of
+ * mmpi/_collectives/reductions.py and carried.py (the reference and the fallback) with no
+ * interpreted step between them. Part of the module `_mmpi_crank` (mmpi/_crank.c).
  *
  * On shared cores a small collective is a chain of turns on the CPU, and every turn a waiting
  * rank takes costs the others its length: the interpreted steps and waits made each turn
  * several times longer than the same steps in C (docs/performance.md, "Small collectives").
  *
- *   small_coll(local, check, words, nwords, nmine, first_barrier, allreduce,
+ *   small_coll(mode, local, check, words, nwords, nmine, first_barrier, verify,
  *              sendbuf, recvbuf, count, dtype, op,
- *              link, me, peer, ctx, tag, call, tests, first, idle, keep)
+ *              link, me, peer, ctx, tag, call, sends, part, tests, first, idle, keep)
  *
- * runs, on the cluster's native communicator `local`:
+ * runs a Barrier or Allreduce (`mode`), on the cluster's native communicator `local`:
  *   1. the cluster's check (Rule 3 of _collectives/_base.py): the persistent allgather `check`
  *      started and waited for, then each rank's first three words of `words` compared with
  *      this rank's; or, with no check, a native barrier if `first_barrier`;
  *   2. Allreduce: a native reduce to local rank 0 (`sendbuf` None: in place);
- *   3. at the leader (`link` not 0): its crossing (T_COLL: envelope and `recvbuf`'s bytes, or
+ *   3. at the leader (`link` not 0, the forwarder link to `peer`): its crossing (T_COLL: envelope and `recvbuf`'s bytes, or
  *      none for a Barrier) to world rank `peer`, then the wait for the peer's, taken from the
  *      link (crossings of others are handed to `keep(bytearray)`, as _crossing.Crossings does),
  *      and for an Allreduce the peer's partial combined into `recvbuf` (predefined ops only);
  *   4. a native bcast from local rank 0 (Allreduce) or a native barrier.
+ * A small Bcast or Reduce instead carries its data in the check (mmpi/_collectives/carried.py,
+ * the reference): see bcast_carried and reduce_carried below.
  * Every wait tests `tests` times per sched_yield (the GIL released while yielding); after
  * `first` rounds it gives the engine its say once per 32 rounds, `idle(n, crossing)`: its
  * back-off, drains and liveness checks, which may raise; `idle` returns True while the
@@ -35,6 +37,7 @@
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* mmpi/_crank.c */
@@ -163,7 +166,7 @@ static PyObject *wait_crossing(MPI_Comm link, int peer, int ctx, PyObject *keep,
     }
 }
 
-enum { BARRIER, ALLREDUCE, BCAST };
+enum { BARRIER, ALLREDUCE, BCAST, REDUCE };
 
 typedef struct {
     int mode, nwords, nmine, first_barrier, verify, count, me, peer, ctx, tag, sends, part;
@@ -294,6 +297,60 @@ static PyObject *bcast_carried(Call *k) {
     Py_RETURN_NONE;
 }
 
+/* Reduce with the parts in the check (carried.py, Rule 2): every rank of more than one runs
+ * the check with its data (`sb`, or at the root in place `rb`); the rank that sums (`part`: the
+ * root, or the other cluster's leader) combines the parts in rank order; that leader sends its
+ * cluster's partial to the root (`sends`), which takes it from the link (`link` set) and
+ * combines it into `rb`. A new reference to the result, NULL on error. */
+static PyObject *reduce_carried(Call *k) {
+    const Py_buffer *mine = k->have_sb ? &k->sb : &k->rb;
+    Py_ssize_t nb = mine->len;
+    char *out = k->have_rb ? (char *)k->rb.buf : NULL, *scratch = NULL;
+    if (!out && !(out = scratch = malloc(nb ? (size_t)nb : 1))) return PyErr_NoMemory();
+    PyObject *result = NULL;
+    if (k->check != MPI_REQUEST_NULL) {
+        char *raw = (char *)k->words.buf;
+        Py_ssize_t part = 8 * (Py_ssize_t)k->nwords;
+        memcpy(raw + 24, mine->buf, (size_t)nb);
+        int bad = check(k);
+        if (bad) {
+            if (bad > 0) result = Py_BuildValue("(i)", 1);
+            goto done;
+        }
+        if (!k->part) goto none;
+        memcpy(out, raw + part + 24, (size_t)nb);
+        for (int i = 1; i < k->nmine; i++) {
+            int rc = MPI_Reduce_local(raw + part * (1 + i) + 24, out, k->count, k->dt, k->op);
+            if (started("MPI_Reduce_local", rc) < 0) goto done;
+        }
+    } else if (k->have_rb && k->have_sb) {
+        memcpy(out, k->sb.buf, (size_t)nb);
+    } else if (!k->have_rb) {
+        memcpy(out, mine->buf, (size_t)nb);
+    }
+    if (k->sends) {
+        if (crank_send(k->link, T_COLL, k->me, k->peer, k->tag, k->ctx, 0, k->call, out, nb) < 0)
+            goto done;
+    } else if (k->link != MPI_COMM_NULL) { /* the root: theirs op mine (predefined ops commute) */
+        Py_buffer tb;
+        PyObject *got, *res = take_crossing(k, nb, &tb, &got);
+        if (!got) {
+            result = res;
+            goto done;
+        }
+        int rc = MPI_Reduce_local(tb.buf, out, k->count, k->dt, k->op);
+        PyBuffer_Release(&tb);
+        Py_DECREF(got);
+        if (started("MPI_Reduce_local", rc) < 0) goto done;
+    }
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(scratch);
+    return result;
+}
+
 PyObject *small_coll(PyObject *self, PyObject *args) {
     unsigned long long local_h, check_h, dtype_h, op_h, link_h;
     PyObject *sendobj, *recvobj, *idle;
@@ -328,12 +385,15 @@ PyObject *small_coll(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(sendobj, &k.sb, PyBUF_SIMPLE) < 0) goto done;
         k.have_sb = 1;
     }
-    if ((k.mode != BARRIER && !k.have_rb) || k.mode < BARRIER || k.mode > BCAST ||
-        (k.mode == BCAST && k.rb.len > 8 * (Py_ssize_t)k.nwords - 24)) {
+    Py_ssize_t carried = k.have_sb ? k.sb.len : k.rb.len;
+    if ((k.mode == REDUCE ? !k.have_sb && !k.have_rb : k.mode != BARRIER && !k.have_rb) ||
+        k.mode < BARRIER || k.mode > REDUCE ||
+        (k.mode >= BCAST && carried > 8 * (Py_ssize_t)k.nwords - 24)) {
         PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: bad arguments");
         goto done;
     }
-    result = k.mode == BCAST ? bcast_carried(&k) : reduce_scheme(&k);
+    result = k.mode == BCAST ? bcast_carried(&k) : k.mode == REDUCE ? reduce_carried(&k)
+                                                                     : reduce_scheme(&k);
 done:
     if (k.have_sb) PyBuffer_Release(&k.sb);
     if (k.have_rb) PyBuffer_Release(&k.rb);

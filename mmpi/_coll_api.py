@@ -113,7 +113,8 @@ class CollectiveMethods:
         if not self._core.spans:
             return self._native("reduce", sendbuf, recvbuf, op, root)
         self._run("Reduce",
-                  R.reduce(self._c("Reduce"), self._root_ip(sendbuf, root), recvbuf, op, root))
+                  R.reduce(self._c("Reduce"), self._root_ip(sendbuf, root), recvbuf, op, root,
+                           True))
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce to all."""

@@ -1,9 +1,10 @@
-"""Small blocking Barrier, Allreduce and Bcast in one compiled call (`_ccoll.c`), where built.
+"""Small blocking Barrier, Allreduce, Bcast, Reduce in one compiled call (`_ccoll.c`).
 
-The same steps as `reductions.barrier`, `reductions._allreduce_plain` and `carried.bcast`
-(the reference, and what runs wherever this does not): the check, the native reduce, the
-leaders' crossing and the native bcast or barrier (a Bcast: the crossing and the check that
-carries the data), with no interpreted step between them. On shared cores the
+The same steps as `reductions.barrier`, `reductions._allreduce_plain`, `carried.bcast` and
+`carried.reduce` (the reference, and what runs wherever this does not, the compiled rank path
+not built among them): the check, the native reduce, the leaders' crossing and the native
+bcast or barrier (a small Bcast or Reduce: the crossing and the check that carries the data),
+with no interpreted step between them. On shared cores the
 interpreted steps and waits made each turn a waiting rank takes on the CPU several times
 longer (docs/performance.md, "Small collectives").
 
@@ -27,6 +28,7 @@ from ._base import (
     T_ALLREDUCE,
     T_BARRIER,
     T_BCAST,
+    T_REDUCE,
     WORDS,
     checking,
     same_size,
@@ -43,8 +45,8 @@ def built(c: Coll) -> bool:
     return getattr(c.engine.fast, "small_coll", None) is not None
 
 
-BARRIER, ALLREDUCE, BCAST = 0, 1, 2  # _ccoll.c's modes
-_TAGS = (T_BARRIER, T_ALLREDUCE, T_BCAST)
+BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _ccoll.c's modes
+_TAGS = (T_BARRIER, T_ALLREDUCE, T_BCAST, T_REDUCE)
 
 
 class Call:
@@ -52,7 +54,8 @@ class Call:
 
     `run()` when its turn comes: False if this call cannot take the compiled path (Rule),
     whose steps `reference()` then gives. `args`: Allreduce (sendbuf or None for in place,
-    recvbuf, datatype, op); Bcast (the buffer's view, root); Barrier none.
+    recvbuf, datatype, op); Bcast (the buffer's view, root); Reduce (the send view or None
+    for in place, the root's receive view or None, count, datatype, op, root); Barrier none.
     """
 
     __slots__ = ("c", "reference", "mode", "args")
@@ -74,10 +77,12 @@ class Call:
 
 def _source(c: Coll, mode: int, args) -> int | None:
     """The rank whose crossing this rank takes in the call, if any."""
-    if mode != BCAST:
-        return c.peer if c.leader else None
-    root = args[1]
-    return root if c.leader and not c.here(root) else None
+    if mode == BCAST:
+        root = args[1]
+        return root if c.leader and not c.here(root) else None
+    if mode == REDUCE:
+        return c.peer if c.rank == args[-1] else None
+    return c.peer if c.leader else None
 
 
 class _Idle:
@@ -134,9 +139,17 @@ def _run(c: Coll, small_coll, mode: int, source: int | None, *args) -> None:
         part = c.local_of(root) if c.here(root) else 0
         if sends:
             dest = c.peer
+    elif mode == REDUCE:
+        sendbuf, recvbuf, count, dt, op, root = args
+        nbytes = len(recvbuf if sendbuf is None else sendbuf)
+        dt, op = dt.handle, op.handle
+        part = c.rank == root if c.here(root) else c.leader  # it sums its cluster's parts
+        sends = not c.here(root) and c.leader
+        if sends:
+            dest = root
     else:
         nbytes = -1
-    if mode == BCAST and c.nmine >= 2 or mode != BCAST and checking(c):
+    if mode >= BCAST and c.nmine >= 2 or mode < BCAST and checking(c):
         words, req = start_check(c, root, nbytes)
         check = req.handle
     else:

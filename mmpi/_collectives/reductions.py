@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._buffers import Typed, as_typed, plain_pair
+from .._buffers import Typed, as_typed, plain_pair, unpacks
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import BufferError_, UsageError
@@ -57,7 +57,8 @@ def _barrier(c: Coll, first: bool):
 
 
 # -- reduce ----------------------------------------------------------------------------------
-def reduce(c: Coll, sendbuf, recvbuf, op, root):
+def reduce(c: Coll, sendbuf, recvbuf, op, root, blocking: bool = False):
+    """`blocking`: a Reduce, not an Ireduce (a small one may run compiled: compiled.py)."""
     root = c.root(root)
     op = check_op(op, "Reduce")
     in_order = not c.contiguous and not commutes(op)  # see generic.py
@@ -68,6 +69,10 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root):
             raise BufferError_(f"Reduce on root {root}: send buffer has {sb.nbytes} bytes, "
                                f"receive buffer {rb.nbytes}")
         if carried.fits(c, rb.nbytes, op):
+            if blocking and _compiled(c, rb):
+                return compiled.Call(c, lambda: carried.reduce(c, sb, rb, op, root),
+                                     compiled.REDUCE, None if sb is None else sb.view, rb.view,
+                                     rb.count, rb.dt, op, root)
             return carried.reduce(c, sb, rb, op, root)
         if in_order:
             return checked(c, in_place(c, rb, lambda sb: generic.reduce_to(c, sb, rb, op, root))
@@ -78,10 +83,18 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root):
         raise UsageError(f"Reduce: MPI.IN_PLACE is only valid on the root, not rank {c.rank}")
     sb = as_typed(sendbuf, writable=False, op="Reduce")
     if carried.fits(c, sb.nbytes, op):
+        if blocking and _compiled(c, sb):
+            return compiled.Call(c, lambda: carried.reduce(c, sb, None, op, root),
+                                 compiled.REDUCE, sb.view, None, sb.count, sb.dt, op, root)
         return carried.reduce(c, sb, None, op, root)
     if in_order:
         return checked(c, generic.reduce_to(c, sb, None, op, root), root, sb.nbytes)
     return checked(c, _reduce_other(c, sb, op, root), root, sb.nbytes)
+
+
+def _compiled(c: Coll, b: Typed) -> bool:
+    """Whether a small Reduce of `b` may run compiled: contiguous elements of a named type."""
+    return compiled.built(c) and not unpacks and b.dt.is_predefined and b.extent == b.dt.extent
 
 
 def _reduce_root(c: Coll, sb: Typed | None, rb: Typed, op):

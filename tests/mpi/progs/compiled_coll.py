@@ -1,8 +1,8 @@
-"""Small blocking Barriers, Allreduces and Bcasts, the compiled path's cases, results checked.
+"""Small blocking Barriers, Allreduces, Bcasts and Reduces: the compiled path's cases, checked.
 
 `python compiled_coll.py SEED ROUNDS` on a bridged job: on COMM_WORLD, a split of it and a dup
 alive at once, a seeded mix of Allreduces (dtypes, predefined ops, in place or not), Bcasts
-(any root; up to 64 bytes they carry their data in the check) and Barriers; now and then a
+and Reduces (any root; up to 64 bytes they carry their data in the check) and Barriers; now and then a
 rank comes late (long enough for the waits' back-off to nap and the engine to drain the
 links), and messages between the clusters are in flight across the calls.
 Each rank prints how many calls took the compiled path (`_collectives/compiled.py`), so that
@@ -68,8 +68,25 @@ for i in range(rounds):
         time.sleep(nap)
     me, n_ranks = comm.Get_rank(), comm.Get_size()
     pick = rng.random()
-    if pick < 0.25:
+    if pick < 0.2:
         comm.Barrier()
+    elif pick < 0.35:
+        root = int(rng.integers(n_ranks))
+        op = list(OPS)[int(rng.integers(4))]  # the float ones, which every dtype takes
+        dtype = [d for d in DTYPES if op != "PROD" or d != np.uint8][int(rng.integers(4))]
+        n = int(rng.choice([1, 2, 8, 9, 100]))
+        mine = values(me, n, dtype, op, i)
+        want = OPS[op][1](np.stack([values(r, n, dtype, op, i) for r in range(n_ranks)]),
+                          axis=0).astype(dtype)
+        in_place = rng.random() < 0.3  # drawn on every rank: the draws stay in step
+        if me == root and in_place:
+            got = mine.copy()
+            comm.Reduce(MPI.IN_PLACE, got, OPS[op][0], root=root)
+        else:
+            got = np.full(n, 99, dtype) if me == root else None
+            comm.Reduce(mine, got, OPS[op][0], root=root)
+        if me == root:
+            assert got.tolist() == want.tolist(), (i, "Reduce", op, dtype, got, want)
     elif pick < 0.5:
         root = int(rng.integers(n_ranks))
         n = int(rng.choice([1, 3, 8, 9, 100]))  # 8 doubles fill the check's room, 9 do not
