@@ -139,6 +139,17 @@ def test_collectives_as_open_mpi_gives_them(ompi):
     assert want and want == got, f"native {want[:6]}\nbridged {got[:6]}"
 
 
+@pytest.mark.timeout(120)
+def test_small_collectives_run_compiled_on_open_mpi(ompi):
+    # _ccoll.c built against Open MPI (pointer handles): the seeded mix, results checked
+    job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python",
+                    str(ROOT / "tests" / "mpi" / "progs" / "compiled_coll.py"), "5", "100",
+                    timeout=100)
+    assert job.returncode == 0, job.output[-3000:]
+    counts = [int(n) for n in re.findall(r"compiled ok, 100 calls, (\d+) compiled", job.stdout)]
+    assert len(counts) == 4 and min(counts) > 30, job.output[-3000:]
+
+
 @pytest.mark.timeout(300)
 def test_intercommunicators_as_open_mpi_gives_them(ompi):
     # Dup, Split, Merge and collectives of intercommunicators make native communicators with
