@@ -6,14 +6,14 @@
  * rank takes costs the others its length: the interpreted steps and waits made each turn
  * several times longer than the same steps in C (docs/performance.md, "Small collectives").
  *
- *   small_coll(mode, local, check, words, nwords, nmine, first_barrier, verify,
+ *   small_coll(mode, local, check, words, nwords, nmine, verify,
  *              sendbuf, recvbuf, count, dtype, op,
  *              link, me, peer, ctx, tag, call, sends, part, tests, first, idle, keep)
  *
  * runs a Barrier or Allreduce (`mode`), on the cluster's native communicator `local`:
  *   1. the cluster's check (Rule 3 of _collectives/_base.py): the persistent allgather `check`
  *      started and waited for, then each rank's first three words of `words` compared with
- *      this rank's; or, with no check, a native barrier if `first_barrier`;
+ *      this rank's; or, with no check, a native barrier (a Barrier's first);
  *   2. Allreduce: a native reduce to local rank 0 (`sendbuf` None: in place);
  *   3. at the leader (`link` not 0, the forwarder link to `peer`): its crossing (T_COLL: envelope and `recvbuf`'s bytes, or
  *      none for a Barrier) to world rank `peer`, then the wait for the peer's, taken from the
@@ -169,7 +169,7 @@ static PyObject *wait_crossing(MPI_Comm link, int peer, int ctx, PyObject *keep,
 enum { BARRIER, ALLREDUCE, BCAST, REDUCE };
 
 typedef struct {
-    int mode, nwords, nmine, first_barrier, verify, count, me, peer, ctx, tag, sends, part;
+    int mode, nwords, nmine, verify, count, me, peer, ctx, tag, sends, part;
     unsigned int call;
     MPI_Comm local, link; /* link: MPI_COMM_NULL where this rank does not cross */
     MPI_Request check;    /* MPI_REQUEST_NULL: no check */
@@ -228,7 +228,7 @@ static PyObject *reduce_scheme(Call *k) {
         int bad = check(k);
         if (bad < 0) return NULL;
         if (bad) return Py_BuildValue("(i)", 1);
-    } else if (k->first_barrier) {
+    } else if (k->mode == BARRIER) {
         if (started("MPI_Ibarrier", MPI_Ibarrier(k->local, &r)) < 0 || wait_request(&r, &k->w) < 0)
             return NULL;
     }
@@ -356,8 +356,8 @@ PyObject *small_coll(PyObject *self, PyObject *args) {
     PyObject *sendobj, *recvobj, *idle;
     Call k;
     memset(&k, 0, sizeof k);
-    if (!PyArg_ParseTuple(args, "iKKw*iiiiOOiKKKiiiiIiiiiOO", &k.mode, &local_h, &check_h,
-                          &k.words, &k.nwords, &k.nmine, &k.first_barrier, &k.verify, &sendobj,
+    if (!PyArg_ParseTuple(args, "iKKw*iiiOOiKKKiiiiIiiiiOO", &k.mode, &local_h, &check_h,
+                          &k.words, &k.nwords, &k.nmine, &k.verify, &sendobj,
                           &recvobj, &k.count, &dtype_h, &op_h, &link_h, &k.me, &k.peer, &k.ctx,
                           &k.tag, &k.call, &k.sends, &k.part, &k.w.tests, &k.w.first, &idle,
                           &k.keep))

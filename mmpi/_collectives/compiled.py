@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from .. import _buffers
 from .._crossing import Coll
 from ..wire import protocol as P
 from ..wire.backoff import Backoff
@@ -41,8 +42,12 @@ _now = time.perf_counter
 
 
 def built(c: Coll) -> bool:
-    """Whether this rank has the compiled small collectives (an older build may not)."""
-    return getattr(c.engine.fast, "small_coll", None) is not None
+    """Whether a call whose buffers were parsed just now may run compiled.
+
+    This rank has the compiled small collectives (an older build may not), and parsing left
+    no unpacks (a `Call` is no generator that `_coll_api._unpacking` could follow with them).
+    """
+    return getattr(c.engine.fast, "small_coll", None) is not None and not _buffers.unpacks
 
 
 BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _ccoll.c's modes
@@ -154,17 +159,18 @@ def _run(c: Coll, small_coll, mode: int, source: int | None, *args) -> None:
         check = req.handle
     else:
         words, check = _NO_WORDS, 0
-    link = peer = 0
+    link = peer = route = 0
     if source is not None or dest is not None:
         peer = c.ctx.world_of[source if dest is None else dest]
-        link = e.handles[P.route(e.vrank, peer, e.nfwd)]
+        route = P.route(e.vrank, peer, e.nfwd)
+        link = e.handles[route]
     got = small_coll(
-        mode, c.local.handle, check, words, WORDS, c.nmine, mode == BARRIER, CHECK, sendbuf,
-        recvbuf, count, dt, op, link, e.vrank, peer, c.ctx.id, _TAGS[mode], c.call, sends,
-        part, len(e.tests), len(e.first),
+        mode, c.local.handle, check, words, WORDS, c.nmine, CHECK, sendbuf, recvbuf, count,
+        dt, op, link, e.vrank, peer, c.ctx.id, _TAGS[mode], c.call, sends, part,
+        len(e.tests), len(e.first),
         _Idle(e, None if source is None else (c.ctx.id, peer)), e.crossings.keep)
     if source is not None:
-        e.heard[P.route(e.vrank, peer, e.nfwd)] = time.monotonic()
+        e.heard[route] = time.monotonic()
     if got is None:
         return
     if got[0] == 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._buffers import Typed, as_typed, plain_pair, unpacks
+from .._buffers import Typed, as_typed, plain_pair
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import BufferError_, UsageError
@@ -94,7 +94,7 @@ def reduce(c: Coll, sendbuf, recvbuf, op, root, blocking: bool = False):
 
 def _compiled(c: Coll, b: Typed) -> bool:
     """Whether a small Reduce of `b` may run compiled: contiguous elements of a named type."""
-    return compiled.built(c) and not unpacks and b.dt.is_predefined and b.extent == b.dt.extent
+    return compiled.built(c) and b.dt.is_predefined and b.extent == b.dt.extent
 
 
 def _reduce_root(c: Coll, sb: Typed | None, rb: Typed, op):

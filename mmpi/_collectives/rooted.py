@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _buffers
 from .._buffers import Typed, as_typed, as_vector
 from .._crossing import Coll
 from ..errors import BufferError_, UsageError
@@ -57,7 +56,7 @@ def bcast(c: Coll, buf, root, blocking: bool = False) -> object:
     root = c.root(root)
     b = as_typed(buf, writable=c.rank != root, op="Bcast")
     if carried.fits(c, b.nbytes):
-        if blocking and compiled.built(c) and not _buffers.unpacks:
+        if blocking and compiled.built(c):
             return compiled.Call(c, lambda: carried.bcast(c, b, root), compiled.BCAST, b.view,
                                  root)
         return carried.bcast(c, b, root)
