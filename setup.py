@@ -73,7 +73,7 @@ def _extensions() -> list[Extension]:
         extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
         optional=True,
     ) for name, sources in (("_mmpi_crelay", ["forwarder/_crelay.c"]),
-                            ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c"]))]
+                            ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c", "mmpi/_cpost.c"]))]
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

@@ -22,7 +22,7 @@ from ._native import MPI
 from .errors import BufferError_, NotBridged
 
 _EMPTY = memoryview(bytearray(0))
-_PLAIN = (np.ndarray, bytearray)  # buffers as_view takes by their memoryview alone
+PLAIN = (np.ndarray, bytearray)  # buffers as_view takes by their memoryview alone
 _COMPLEX = {"Zf": "F", "Zd": "D", "Zg": "G"}  # buffer-protocol names of numpy's complex types
 _TYPEDICT = MPI._typedict
 _DATATYPE = MPI.Datatype
@@ -364,7 +364,7 @@ def plain_pair(sendbuf, recvbuf) -> MPI.Datatype | None:
 
 def as_view(spec, *, writable: bool, op: str) -> memoryview:
     """A 1-D unsigned-byte view of the bytes that `spec` describes (packed if derived)."""
-    if type(spec) in _PLAIN:  # the commonest, in one step: a whole array, a bytearray
+    if type(spec) in PLAIN:  # the commonest, in one step: a whole array, a bytearray
         raw = memoryview(spec)
         if raw.c_contiguous and not (writable and raw.readonly):
             return raw if raw.format == "B" and raw.ndim == 1 else _flat(raw)

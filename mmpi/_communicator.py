@@ -11,10 +11,37 @@ from collections import deque
 from collections.abc import Generator
 
 from . import _op
+from ._buffers import PLAIN
 from ._collectives._run import blocking
 from ._context import Context
 from ._crossing import Coll
 from ._engine import Engine
+from ._matching import Posted
+from ._native import MPI
+from .request import BridgedRequest
+
+_made_ready: set = set()  # the compiled modules recv_setup was called on
+
+
+def _compiled_posts(engine: Engine, ctx: Context, size: int) -> tuple:
+    """`post(buf, rank, tag)` of Irecv's and Isend's common cases, compiled, or (None, None).
+
+    See mmpi/_cpost.c; on the Python path every call takes the reference steps.
+    """
+    fast = engine.fast
+    if fast is None or not hasattr(fast, "Sender"):
+        return None, None
+    if fast not in _made_ready:
+        fast.recv_setup(_op.Op, _op.Op(matched=False), Posted, BridgedRequest, MPI.Request, _op,
+                        PLAIN, MPI.ANY_SOURCE, MPI.ANY_TAG, _op.SENT)
+        _made_ready.add(fast)
+    p2p = engine.p2p
+    receiver = fast.Receiver(engine, ctx.queues.posted, ctx.queues.unexpected, ctx.local_of,
+                             size, engine.tag_ub)
+    sender = fast.Sender(engine, p2p, p2p.fanout, tuple(ctx.world_of), ctx.local_of,
+                         tuple(engine.handles), engine.vrank, ctx.id, p2p.eager_max, size,
+                         engine.tag_ub)
+    return receiver.post, sender.post
 
 
 def _consecutive(ranks: tuple[int, ...]) -> bool:
@@ -31,6 +58,8 @@ class Core:
         self.rank = rank
         self.size = len(members)
         self.p2p = p2p  # the user's point-to-point messages
+        # Irecv's and Isend's common cases compiled, or None
+        self.post_recv, self.post_send = _compiled_posts(engine, p2p, self.size)
         self.coll = coll  # the collectives' own messages
         self.mine = coll.from_local  # the ranks in this cluster, by native rank (ascending)
         self.theirs = tuple(r for r in range(self.size) if coll.local_of[r] < 0)

@@ -359,6 +359,8 @@ static PyObject *wait_link(PyObject *self, PyObject *args) {
 }
 
 PyObject *small_coll(PyObject *self, PyObject *args); /* _ccoll.c */
+PyObject *recv_setup(PyObject *self, PyObject *args); /* _cpost.c */
+extern PyTypeObject ReceiverType, SenderType;         /* _cpost.c */
 
 static PyMethodDef methods[] = {
     {"wait_link", wait_link, METH_VARARGS,
@@ -370,6 +372,10 @@ static PyMethodDef methods[] = {
     {"small_coll", small_coll, METH_VARARGS,
      "small_coll(...): a small blocking Barrier or Allreduce, its steps in one call "
      "(_ccoll.c)."},
+    {"recv_setup", recv_setup, METH_VARARGS,
+     "recv_setup(Op, template, Posted, BridgedRequest, Request, _op module, plain types, "
+     "ANY_SOURCE, ANY_TAG, SENT): what Receiver.post and Sender.post make, once per "
+     "process (_cpost.c)."},
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
     {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
     {"drain", drain, METH_VARARGS,
@@ -383,8 +389,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
                                     "The ranks' crossing path, compiled.", -1, methods};
 
 PyMODINIT_FUNC PyInit__mmpi_crank(void) {
+    if (PyType_Ready(&ReceiverType) < 0 || PyType_Ready(&SenderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
+    Py_INCREF(&ReceiverType);
+    if (PyModule_AddObject(m, "Receiver", (PyObject *)&ReceiverType) < 0) return NULL;
+    Py_INCREF(&SenderType);
+    if (PyModule_AddObject(m, "Sender", (PyObject *)&SenderType) < 0) return NULL;
     if (!(s_from_world = PyUnicode_InternFromString("from_world")) ||
         !(s_queues = PyUnicode_InternFromString("queues")) ||
         !(s_posted = PyUnicode_InternFromString("posted")) ||

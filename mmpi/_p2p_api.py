@@ -167,10 +167,18 @@ class PointToPointMethods:
 
     def Isend(self, buf, dest, tag=0):
         """Start a standard-mode send."""
+        post = self._core.post_send
+        if post is not None:  # a small one across, compiled (mmpi/_cpost.c); else None
+            req = post(buf, dest, tag)
+            if req is not None:
+                return req
         return _request_of(self._send_op(buf, dest, tag, "Isend"))
 
     def Send(self, buf, dest, tag=0) -> None:
         """Blocking standard-mode send."""
+        post = self._core.post_send
+        if post is not None and post(buf, dest, tag) is not None:  # done at once (_cpost.c)
+            return
         op = self._send_op(buf, dest, tag, "Send")
         if not op.done:  # a small forwarded message is done at once (see _op.Outbox)
             self._core.engine.wait_for(op.poll, op.remote)
@@ -179,6 +187,11 @@ class PointToPointMethods:
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start a receive."""
+        post = self._core.post_recv
+        if post is not None:  # the common case, compiled (mmpi/_cpost.c); else None
+            req = post(buf, source, tag)
+            if req is not None:
+                return req
         return _request_of(self._recv_op(*self._recv_args(buf, source, tag, "Irecv"), "Irecv"))
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> None:

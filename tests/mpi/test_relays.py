@@ -98,3 +98,17 @@ def test_the_receive_steps_benchmark_runs_and_its_receives_hold_their_messages(b
         job.output
     assert re.search(r"real messages, per message \(us\): Irecv [\d.]+, Waitall [\d.]+",
                      job.stdout), job.output
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("path", RANK_PATHS)
+@pytest.mark.parametrize("shape", [(1, 1, 7, 300), (2, 2, 8, 150)])
+def test_receives_and_small_sends_in_every_form_hold_their_bytes(bridged, path, shape):
+    low, high, seed, rounds = shape
+    job = bridged("posted_mix.py", str(seed), str(rounds), low=low, high=high,
+                  env={"MMPI_RANK_PATH": path}, timeout=120)
+    assert job.returncode == 0, job.output[-3000:]
+    ok = re.findall(r"POSTED OK (\d+) compiled=(\w+) (\d+)", job.stdout)
+    assert len(ok) == low + high, job.output[-3000:]
+    assert {c for _, c, _ in ok} == {str(path == "compiled")}, job.output[-3000:]
+    assert sum(int(n) for _, _, n in ok) == high * rounds, job.output[-3000:]
