@@ -35,6 +35,8 @@ static Py_ssize_t op_off[MAX_SLOTS], op_remote;
 static PyObject *op_default[MAX_SLOTS]; /* the template's values, NULL where a fresh list */
 static int op_nslots;
 static Py_ssize_t p_source, p_tag, p_view, p_op, p_call;
+static PyObject *n_source, *n_tag, *n_view, *n_op, *n_after, *n_nbytes, *n_matched, *n_done;
+static Py_ssize_t o_source, o_tag, o_after, o_nbytes, o_matched, o_done;
 static Py_ssize_t r_op, r_pickled, r_consumed, r_value;
 
 /* The offset of slot `name` of `type`, or -1 with an exception set. */
@@ -139,6 +141,22 @@ PyObject *recv_setup(PyObject *self, PyObject *args) {
         (r_consumed = slot_offset(req_type, "_consumed")) < 0 ||
         (r_value = slot_offset(req_type, "_value")) < 0)
         return NULL;
+    if ((o_source = slot_offset(op_type, "source")) < 0 ||
+        (o_tag = slot_offset(op_type, "tag")) < 0 ||
+        (o_after = slot_offset(op_type, "after")) < 0 ||
+        (o_nbytes = slot_offset(op_type, "nbytes")) < 0 ||
+        (o_matched = slot_offset(op_type, "matched")) < 0 ||
+        (o_done = slot_offset(op_type, "done")) < 0)
+        return NULL;
+    if (!n_source && (!(n_source = PyUnicode_InternFromString("source")) ||
+                      !(n_tag = PyUnicode_InternFromString("tag")) ||
+                      !(n_view = PyUnicode_InternFromString("view")) ||
+                      !(n_op = PyUnicode_InternFromString("op")) ||
+                      !(n_after = PyUnicode_InternFromString("after")) ||
+                      !(n_nbytes = PyUnicode_InternFromString("nbytes")) ||
+                      !(n_matched = PyUnicode_InternFromString("matched")) ||
+                      !(n_done = PyUnicode_InternFromString("done"))))
+        return NULL;
     if (!s_new_work && (!(s_new_work = PyUnicode_InternFromString("NEW_WORK")) ||
                         !(s_irecv = PyUnicode_InternFromString("Irecv")) ||
                         !(s_finalized = PyUnicode_InternFromString("finalized")) ||
@@ -152,6 +170,35 @@ PyObject *recv_setup(PyObject *self, PyObject *args) {
 fail:
     Py_DECREF(fast);
     return NULL;
+}
+
+/* Where attribute `name` (interned) of `o` sits, if `o` is a Posted or an Op and
+ * recv_setup ran: for _crank.c's drain, which completes receives; else -1. */
+static Py_ssize_t offset_of(PyObject *o, PyObject *name) {
+    if (!op_type) return -1;
+    if (Py_TYPE(o) == posted_type)
+        return name == n_source ? p_source : name == n_tag ? p_tag : name == n_view ? p_view
+             : name == n_op ? p_op : -1;
+    if (Py_TYPE(o) == op_type)
+        return name == n_source ? o_source : name == n_tag ? o_tag : name == n_after ? o_after
+             : name == n_nbytes ? o_nbytes : name == n_matched ? o_matched
+             : name == n_done ? o_done : -1;
+    return -1;
+}
+
+/* o.name as a new reference: read from its slot where offset_of knows it, else getattr. */
+PyObject *cpost_get(PyObject *o, PyObject *name) {
+    Py_ssize_t off = offset_of(o, name);
+    PyObject *v = off < 0 ? NULL : *(PyObject **)((char *)o + off);
+    return v ? Py_NewRef(v) : PyObject_GetAttr(o, name);
+}
+
+/* o.name = v: into its slot where offset_of knows it, else setattr. 0, or -1 on an error. */
+int cpost_set(PyObject *o, PyObject *name, PyObject *v) {
+    Py_ssize_t off = offset_of(o, name);
+    if (off < 0) return PyObject_SetAttr(o, name, v);
+    Py_XSETREF(*(PyObject **)((char *)o + off), Py_NewRef(v));
+    return 0;
 }
 
 typedef struct {
@@ -264,7 +311,11 @@ static PyObject *byte_view(PyObject *buf) {
 }
 
 static PyObject *receiver_post(Receiver *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) Py_RETURN_NONE;
+    if (nargs != 3 && nargs != 4) Py_RETURN_NONE;
+    /* with the call's name (a blocking Recv): the Op, not a request; errors name the call */
+    int bare = nargs == 4;
+    PyObject *call = bare ? args[3] : s_irecv;
+    if (bare && !PyUnicode_CheckExact(call)) Py_RETURN_NONE;
     PyObject *buf = args[0], *source = args[1], *tag = args[2];
     int any_src = 0, any_t = 0;
     long src = plain_int(source, self->size - 1, any_source, &any_src);
@@ -299,8 +350,8 @@ static PyObject *receiver_post(Receiver *self, PyObject *const *args, Py_ssize_t
     put(posted, p_tag, any_t ? Py_None : tag);
     put(posted, p_view, view);
     put(posted, p_op, op);
-    put(posted, p_call, s_irecv);
-    if (!(req = request_of(op))) goto error;
+    put(posted, p_call, call);
+    if (!(req = bare ? Py_NewRef(op) : request_of(op))) goto error;
     if (!(r = PyObject_CallOneArg(self->append, posted))) goto error;
     Py_DECREF(r);
     /* a progress thread, if any, has a receive to look after (as _p2p.irecv says) */
@@ -319,8 +370,9 @@ error:
 
 static PyMethodDef receiver_methods[] = {
     {"post", (PyCFunction)(void (*)(void))receiver_post, METH_FASTCALL,
-     "post(buf, source, tag): the request of a receive posted here, or None: not the "
-     "common case, nothing done (the Python path then posts it)."},
+     "post(buf, source, tag[, call]): the request of a receive posted here (given the "
+     "call's name: its operation), or None: not the common case, nothing done (the Python "
+     "path then posts it)."},
     {NULL}};
 
 PyTypeObject ReceiverType = {

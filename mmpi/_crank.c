@@ -168,6 +168,11 @@ static PyObject *reap(PyObject *self, PyObject *noargs) {
 
 static PyObject *pending(PyObject *self, PyObject *noargs) { return PyLong_FromLong(nout); }
 
+/* _cpost.c: an attribute of a Posted or an Op read or written in its slot (getattr and
+ * setattr for anything else, or before recv_setup) */
+PyObject *cpost_get(PyObject *o, PyObject *name);
+int cpost_set(PyObject *o, PyObject *name, PyObject *v);
+
 /* Attribute names, interned once (the Python objects drain reads and writes). */
 static PyObject *s_from_world, *s_queues, *s_posted, *s_source, *s_tag, *s_view, *s_op, *s_after,
     *s_nbytes, *s_matched, *s_done;
@@ -221,7 +226,7 @@ static int complete_posted(PyObject *contexts, int32_t src, int32_t utag, int32_
     for (;; i++) {
         recv = PyIter_Next(it);
         if (!recv) goto out_or_error; /* none accepts it: the Python path queues it */
-        PyObject *s = PyObject_GetAttr(recv, s_source), *t = s ? PyObject_GetAttr(recv, s_tag) : NULL;
+        PyObject *s = cpost_get(recv, s_source), *t = s ? cpost_get(recv, s_tag) : NULL;
         if (!t) {
             Py_XDECREF(s);
             goto error;
@@ -233,8 +238,8 @@ static int complete_posted(PyObject *contexts, int32_t src, int32_t utag, int32_
         if (accepts) break;
         Py_CLEAR(recv);
     }
-    if (!(view = PyObject_GetAttr(recv, s_view)) || !(op = PyObject_GetAttr(recv, s_op)) ||
-        !(after = PyObject_GetAttr(op, s_after)))
+    if (!(view = cpost_get(recv, s_view)) || !(op = cpost_get(recv, s_op)) ||
+        !(after = cpost_get(op, s_after)))
         goto error;
     if (view == Py_None || after != Py_None) goto out; /* a buffer of its own, steps to run */
     Py_buffer vb;
@@ -246,9 +251,9 @@ static int complete_posted(PyObject *contexts, int32_t src, int32_t utag, int32_
     memcpy(vb.buf, payload, (size_t)n);
     PyBuffer_Release(&vb);
     if (PySequence_DelItem(posted, i) < 0 || !(tag = PyLong_FromLong(utag)) ||
-        !(nbytes = PyLong_FromSsize_t(n)) || PyObject_SetAttr(op, s_source, source) < 0 ||
-        PyObject_SetAttr(op, s_tag, tag) < 0 || PyObject_SetAttr(op, s_nbytes, nbytes) < 0 ||
-        PyObject_SetAttr(op, s_matched, Py_True) < 0 || PyObject_SetAttr(op, s_done, Py_True) < 0)
+        !(nbytes = PyLong_FromSsize_t(n)) || cpost_set(op, s_source, source) < 0 ||
+        cpost_set(op, s_tag, tag) < 0 || cpost_set(op, s_nbytes, nbytes) < 0 ||
+        cpost_set(op, s_matched, Py_True) < 0 || cpost_set(op, s_done, Py_True) < 0)
         goto error;
     result = 1;
     goto out;

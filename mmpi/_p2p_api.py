@@ -196,13 +196,17 @@ class PointToPointMethods:
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> None:
         """Blocking receive."""
-        src, want, view = self._recv_args(buf, source, tag, "Recv")
-        if src != PROC_NULL and not _buffers.unpacks:  # a small one come already: no wait
-            m = self._core.engine.p2p.recv_now(self._core.p2p, view, src, want)
-            if m is not None:
-                fill_status(status, m.source, m.tag, m.nbytes)
-                return
-        op = self._recv_op(src, want, view, "Recv")
+        post = self._core.post_recv
+        # the common case compiled (mmpi/_cpost.c): nothing waits unmatched, so it posts
+        op = None if post is None else post(buf, source, tag, "Recv")
+        if op is None:
+            src, want, view = self._recv_args(buf, source, tag, "Recv")
+            if src != PROC_NULL and not _buffers.unpacks:  # a small one come already: no wait
+                m = self._core.engine.p2p.recv_now(self._core.p2p, view, src, want)
+                if m is not None:
+                    fill_status(status, m.source, m.tag, m.nbytes)
+                    return
+            op = self._recv_op(src, want, view, "Recv")
         if not op.done:
             self._core.engine.wait_for(op.poll, op.remote)
         fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)

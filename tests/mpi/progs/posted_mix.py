@@ -1,15 +1,16 @@
-"""Irecv and Isend in every form their compiled common case takes, or hands back to Python.
+"""Irecv, Recv, Isend and Send in every form: their compiled common case, or Python's.
 
 usage: posted_mix.py SEED ROUNDS   (1+1 or 2+2 ranks: low rank i pairs with high rank i)
 
 Each round, a seeded choice of buffer (uint8, float64, a 2-D int32 array, a bytearray, an
-empty array, an array over the eager size), of sender (Isend, Send, Issend), of source and
-tag on the receive (the rank or ANY_SOURCE, the tag or ANY_TAG) and of order (the receive
-posted before the message can come, or after it came: then it waits unmatched and the Python
-matcher takes it); with a given tag, a decoy of another tag comes first and is received
-after. Every received byte and status is checked, on the compiled rank path (where the
-common cases run in C: mmpi/_cpost.c) and on the Python one alike; then arguments the
-compiled case must refuse get the Python path's errors by name.
+empty array, an array over the eager size), of sender (Isend, Send, Issend), of receive
+(Irecv, Recv), of source and tag on the receive (the rank or ANY_SOURCE, the tag or ANY_TAG)
+and of order (the receive posted before the message can come, or after it came: then it
+waits unmatched and the Python matcher takes it); with a given tag, a decoy of another tag
+comes first and is received after. Every received byte and status is checked, on the
+compiled rank path (where the common cases run in C: mmpi/_cpost.c) and on the Python one
+alike; then a message too long for its receive must be named with the call (Recv or Irecv),
+and arguments the compiled case must refuse get the Python path's errors by name.
 Prints "POSTED OK <rank> compiled=<bool> <n>".
 """
 
@@ -58,6 +59,7 @@ for k in range(rounds):
     tagsel = rng.choice(["tag", "any"])
     # a blocking Send may wait for its receive (MPI): then the receive is posted first
     first = "receive" if mode == "Send" else rng.choice(["receive", "message"])
+    rmode = rng.choice(["Irecv", "Recv"])
     tag = k % 100
     if low:
         if first == "receive":
@@ -76,20 +78,25 @@ for k in range(rounds):
         got = make(kind, k, False)
         s = MPI.ANY_SOURCE if src == "any" else peer
         t = MPI.ANY_TAG if tagsel == "any" else tag
+        st = MPI.Status()
         if first == "message":
             comm.Recv(bytearray(1), peer, 998)
             while not comm.Iprobe(peer, tag):  # come to this rank: unexpected here
                 pass
-            r = comm.Irecv(got, s, t)
+        elif rmode == "Recv":
+            comm.Send(bytearray(1), peer, 999)  # the message comes once Recv waits, or before
+        if rmode == "Recv":
+            comm.Recv(got, s, t, st)
         else:
             r = comm.Irecv(got, s, t)
-            comm.Send(bytearray(1), peer, 999)
+            if first == "receive":
+                comm.Send(bytearray(1), peer, 999)
         decoy = np.zeros(3, np.int64)
         if tagsel == "tag":
             comm.Irecv(decoy, peer, tag + 200).Wait()
             assert (decoy == k).all(), (k, decoy)
-        st = MPI.Status()
-        r.Wait(st)
+        if rmode == "Irecv":
+            r.Wait(st)
         want = memoryview(make(kind, k, True)).cast("B")
         nbytes = len(want)
         assert bytes(memoryview(got).cast("B")) == bytes(want), \
@@ -97,6 +104,26 @@ for k in range(rounds):
         assert (st.Get_source(), st.Get_tag(), st.Get_count(MPI.BYTE)) == (peer, tag, nbytes), \
             (k, kind, st.Get_source(), st.Get_tag(), st.Get_count(MPI.BYTE), nbytes)
         checked += 1
+
+# A message too long for its receive: the error names the call, blocking or not.
+for n, call in enumerate(("Recv", "Irecv")):
+    if low:
+        comm.Recv(bytearray(1), peer, 997)
+        comm.Send(np.zeros(16, np.uint8), peer, 500 + n)
+    else:
+        try:
+            if call == "Recv":
+                comm.Send(bytearray(1), peer, 997)
+                comm.Recv(np.zeros(8, np.uint8), peer, 500 + n)
+            else:
+                r = comm.Irecv(np.zeros(8, np.uint8), peer, 500 + n)
+                comm.Send(bytearray(1), peer, 997)
+                r.Wait()
+        except MPI.Exception as exc:
+            assert f"{call} on rank {rank}: message from rank {peer} with tag {500 + n} has 16 " \
+                "bytes" in str(exc), exc
+        else:
+            raise AssertionError(f"{call}: no truncation error")
 
 # What the compiled case must refuse, with the Python path's own errors.
 errors = []
