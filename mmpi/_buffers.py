@@ -82,7 +82,7 @@ def take_unpacks() -> list:
 
 # Checked datatypes: handle -> (extent, the predefined type it is made of or None, plain:
 # predefined and contiguous). Worked out once per datatype.
-_KNOWN: dict[int, tuple[int, MPI.Datatype | None, bool]] = {}
+KNOWN: dict[int, tuple[int, MPI.Datatype | None, bool]] = {}
 _FORMATS: dict[str, MPI.Datatype] = {}
 _NDARRAYS: dict[np.dtype, tuple[MPI.Datatype, int]] = {}  # numpy dtype -> (datatype, extent)
 
@@ -113,7 +113,7 @@ def _datatype(dt, op: str) -> tuple[MPI.Datatype, int, MPI.Datatype | None, bool
     elif not isinstance(dt, MPI.Datatype):
         raise BufferError_(f"{op}: expected an MPI datatype or a typecode in the buffer spec, "
                            f"got {dt!r}")
-    known = _KNOWN.get(dt.handle)
+    known = KNOWN.get(dt.handle)
     if known is None:
         if dt == MPI.DATATYPE_NULL:
             raise BufferError_(f"{op}: MPI.DATATYPE_NULL is not a usable datatype")
@@ -121,7 +121,7 @@ def _datatype(dt, op: str) -> tuple[MPI.Datatype, int, MPI.Datatype | None, bool
         plain = dt.is_predefined and lb == 0  # laid out by its own extent: used as it is
         known = (extent, _base(dt), plain)
         if dt.is_predefined or dt.is_named:
-            _KNOWN[dt.handle] = known  # a user type's handle may be reused once it is freed
+            KNOWN[dt.handle] = known  # a user type's handle may be reused once it is freed
     return (dt, *known)
 
 
@@ -187,7 +187,7 @@ def _array_and_type(a, dt, writable: bool) -> memoryview | None:
     """
     if type(a) is not np.ndarray or type(dt) is not _DATATYPE:
         return None
-    known = _KNOWN.get(dt.handle)
+    known = KNOWN.get(dt.handle)
     if known is None or not known[2] or not known[0]:
         return None
     flags = a.flags

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Generator
 
+import numpy as np
+
 from . import _op
-from ._buffers import PLAIN
+from ._buffers import KNOWN, PLAIN
 from ._collectives._run import blocking
 from ._context import Context
 from ._crossing import Coll
@@ -33,7 +35,8 @@ def _compiled_posts(engine: Engine, ctx: Context, size: int) -> tuple:
         return None, None
     if fast not in _made_ready:
         fast.recv_setup(_op.Op, _op.Op(matched=False), Posted, BridgedRequest, MPI.Request, _op,
-                        PLAIN, MPI.ANY_SOURCE, MPI.ANY_TAG, _op.SENT)
+                        PLAIN, MPI.ANY_SOURCE, MPI.ANY_TAG, _op.SENT, np.ndarray, MPI.Datatype,
+                        KNOWN)
         _made_ready.add(fast)
     p2p = engine.p2p
     receiver = fast.Receiver(engine, ctx.queues.posted, ctx.queues.unexpected, ctx.local_of,

@@ -3,12 +3,14 @@
  * anything else: the Python path then runs (the reference), and says what is wrong with the
  * arguments if something is.
  *
- * Receiver.post: a whole numpy array or bytearray, C-contiguous and writable; a source and a
+ * A buffer is a whole numpy array or bytearray, or [array, datatype] with a datatype laid out
+ * by its own extent (as _buffers._array_and_type takes them, once it has seen the datatype).
+ * Receiver.post: such a buffer, C-contiguous and writable; a source and a
  * tag that are plain ints in range (or ANY_SOURCE, ANY_TAG); no message waiting unmatched in
  * the context; the engine not finalized. It makes what mmpi/_p2p.py's `irecv` and
  * `BridgedRequest.of` make: an `Op`, a `Posted` appended to the context's posted queue,
  * `_op.NEW_WORK` set, the request.
- * Sender.post: a whole numpy array or bytearray, C-contiguous, of at most the eager size, to
+ * Sender.post: such a buffer, C-contiguous, of at most the eager size, to
  * a rank of the other cluster with a plain int tag, no traffic count and no send held for a
  * dynamic broadcast: `_p2p.send_now`'s case. The envelope and a copy go out as `send_eager`
  * sends them (the send is complete at once) and the request is the done `_op.SENT`'s.
@@ -28,6 +30,9 @@
 
 static PyTypeObject *op_type, *posted_type, *req_type, *native_type;
 static PyObject *sent_op; /* _op.SENT: the operation of every send done at once */
+/* [array, datatype]: numpy's ndarray, MPI.Datatype, and _buffers.KNOWN (handle -> (extent,
+ * base, plain)), where a datatype is once the Python path has parsed it */
+static PyObject *ndarray_type, *datatype_type, *known_types, *s_handle;
 static PyObject *op_module, *plain_types, *s_new_work, *s_irecv, *s_finalized, *s_monitor, *s_held, *s_cast, *s_B,
     *empty_tuple;
 static long any_source, any_tag;
@@ -67,13 +72,18 @@ static int is_type(PyObject *o, const char *what) {
 }
 
 /* recv_setup(Op, template, Posted, BridgedRequest, native Request, _op module, plain types,
- * ANY_SOURCE, ANY_TAG, SENT): once per process, before any Receiver or Sender posts. */
+ * ANY_SOURCE, ANY_TAG, SENT, ndarray, Datatype, known datatypes): once per process, before
+ * any Receiver or Sender posts. */
 PyObject *recv_setup(PyObject *self, PyObject *args) {
     PyObject *op, *tmpl, *posted, *req, *native, *mod, *plain;
-    if (!PyArg_ParseTuple(args, "OOOOOOO!llO", &op, &tmpl, &posted, &req, &native, &mod,
-                          &PyTuple_Type, &plain, &any_source, &any_tag, &sent_op))
+    if (!PyArg_ParseTuple(args, "OOOOOOO!llOOOO!", &op, &tmpl, &posted, &req, &native, &mod,
+                          &PyTuple_Type, &plain, &any_source, &any_tag, &sent_op, &ndarray_type,
+                          &datatype_type, &PyDict_Type, &known_types))
         return NULL;
     Py_INCREF(sent_op);
+    Py_INCREF(ndarray_type);
+    Py_INCREF(datatype_type);
+    Py_INCREF(known_types);
     if (!is_type(op, "Op") || !is_type(posted, "Posted") || !is_type(req, "BridgedRequest") ||
         !is_type(native, "Request"))
         return NULL;
@@ -155,7 +165,8 @@ PyObject *recv_setup(PyObject *self, PyObject *args) {
                       !(n_after = PyUnicode_InternFromString("after")) ||
                       !(n_nbytes = PyUnicode_InternFromString("nbytes")) ||
                       !(n_matched = PyUnicode_InternFromString("matched")) ||
-                      !(n_done = PyUnicode_InternFromString("done"))))
+                      !(n_done = PyUnicode_InternFromString("done")) ||
+                      !(s_handle = PyUnicode_InternFromString("handle"))))
         return NULL;
     if (!s_new_work && (!(s_new_work = PyUnicode_InternFromString("NEW_WORK")) ||
                         !(s_irecv = PyUnicode_InternFromString("Irecv")) ||
@@ -290,6 +301,33 @@ static long plain_int(PyObject *o, long hi, long any, int *none) {
     return *none ? 0 : v >= 0 && v <= hi ? v : -1;
 }
 
+/* The object whose whole buffer `spec` stands for, borrowed, and the size its length must be
+ * a multiple of: a plain buffer (1), or `[array, datatype]` with a datatype laid out by its
+ * own extent that the Python path has met before (_buffers._array_and_type's case). NULL
+ * (no exception) for anything else. */
+static PyObject *whole(PyObject *spec, Py_ssize_t *extent) {
+    *extent = 1;
+    if (is_plain(spec)) return spec;
+    if (!PyList_CheckExact(spec) || PyList_GET_SIZE(spec) != 2) return NULL;
+    PyObject *a = PyList_GET_ITEM(spec, 0), *dt = PyList_GET_ITEM(spec, 1);
+    if ((PyObject *)Py_TYPE(a) != ndarray_type || (PyObject *)Py_TYPE(dt) != datatype_type)
+        return NULL;
+    PyObject *h = PyObject_GetAttr(dt, s_handle);
+    PyObject *known = h ? PyDict_GetItemWithError(known_types, h) : NULL; /* borrowed */
+    Py_XDECREF(h);
+    if (!known || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 3 ||
+        PyObject_IsTrue(PyTuple_GET_ITEM(known, 2)) != 1) {
+        PyErr_Clear();
+        return NULL;
+    }
+    *extent = PyLong_AsSsize_t(PyTuple_GET_ITEM(known, 0));
+    if (*extent <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return a;
+}
+
 /* The whole of `buf` as a writable, 1-D byte memoryview, as _buffers.as_view makes it; NULL
  * (no exception) where that is not the common case. */
 static PyObject *byte_view(PyObject *buf) {
@@ -321,15 +359,21 @@ static PyObject *receiver_post(Receiver *self, PyObject *const *args, Py_ssize_t
     long src = plain_int(source, self->size - 1, any_source, &any_src);
     long t = plain_int(tag, self->tag_ub, any_tag, &any_t);
     if (src < 0 || t < 0) Py_RETURN_NONE;
-    if (!is_plain(buf)) Py_RETURN_NONE;
+    Py_ssize_t extent;
+    PyObject *arr = whole(buf, &extent);
+    if (!arr) Py_RETURN_NONE;
     Py_ssize_t waiting = PyObject_Size(self->unexpected);
     if (waiting < 0) return NULL;
     if (waiting > 0) Py_RETURN_NONE; /* it may match one: the Python path's matcher */
     int finalized = is_true_attr(self->engine, s_finalized);
     if (finalized < 0) return NULL;
     if (finalized) Py_RETURN_NONE; /* the Python path says so */
-    PyObject *view = byte_view(buf);
+    PyObject *view = byte_view(arr);
     if (!view) Py_RETURN_NONE;
+    if (PyMemoryView_GET_BUFFER(view)->len % extent) { /* not whole elements: Python's path */
+        Py_DECREF(view);
+        Py_RETURN_NONE;
+    }
     PyObject *op = NULL, *posted = NULL, *req = NULL, *r = NULL;
     if (!(op = op_type->tp_alloc(op_type, 0))) goto error;
     for (int i = 0; i < op_nslots; i++) {
@@ -458,7 +502,9 @@ static PyObject *sender_post(Sender *self, PyObject *const *args, Py_ssize_t nar
     int none = 0;
     long dest = plain_int(args[1], self->size - 1, LONG_MIN, &none);
     long tag = plain_int(args[2], self->tag_ub, LONG_MIN, &none);
-    if (dest < 0 || tag < 0 || !is_plain(buf)) Py_RETURN_NONE;
+    Py_ssize_t extent;
+    PyObject *arr = dest < 0 || tag < 0 ? NULL : whole(buf, &extent);
+    if (!arr) Py_RETURN_NONE;
     if (PyLong_AsLong(PyTuple_GET_ITEM(self->local_of, dest)) >= 0) Py_RETURN_NONE;
     int finalized = is_true_attr(self->engine, s_finalized);
     if (finalized) return finalized < 0 ? NULL : Py_NewRef(Py_None);
@@ -467,11 +513,11 @@ static PyObject *sender_post(Sender *self, PyObject *const *args, Py_ssize_t nar
     int held = is_true_attr(self->fanout, s_held); /* held sends go first: the Python path */
     if (held) return held < 0 ? NULL : Py_NewRef(Py_None);
     Py_buffer b;
-    if (PyObject_GetBuffer(buf, &b, PyBUF_SIMPLE) < 0) { /* not contiguous: the Python path */
+    if (PyObject_GetBuffer(arr, &b, PyBUF_SIMPLE) < 0) { /* not contiguous: the Python path */
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (b.len > self->eager_max) {
+    if (b.len > self->eager_max || b.len % extent) {
         PyBuffer_Release(&b);
         Py_RETURN_NONE;
     }

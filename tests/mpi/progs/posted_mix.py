@@ -3,14 +3,15 @@
 usage: posted_mix.py SEED ROUNDS   (1+1 or 2+2 ranks: low rank i pairs with high rank i)
 
 Each round, a seeded choice of buffer (uint8, float64, a 2-D int32 array, a bytearray, an
-empty array, an array over the eager size), of sender (Isend, Send, Issend), of receive
-(Irecv, Recv), of source and tag on the receive (the rank or ANY_SOURCE, the tag or ANY_TAG)
-and of order (the receive posted before the message can come, or after it came: then it
-waits unmatched and the Python matcher takes it); with a given tag, a decoy of another tag
-comes first and is received after. Every received byte and status is checked, on the
-compiled rank path (where the common cases run in C: mmpi/_cpost.c) and on the Python one
-alike; then a message too long for its receive must be named with the call (Recv or Irecv),
-and arguments the compiled case must refuse get the Python path's errors by name.
+empty array, an array over the eager size; float64 and int32 as [array, datatype] too), of
+sender (Isend, Send, Issend), of receive (Irecv, Recv), of source and tag on the receive (the
+rank or ANY_SOURCE, the tag or ANY_TAG) and of order (the receive posted before the message
+can come, or after it came: then it waits unmatched and the Python matcher takes it); with a
+given tag, a decoy of another tag comes first and is received after. Every received byte and
+status is checked, on the compiled rank path (where the common cases run in C:
+mmpi/_cpost.c) and on the Python one alike; then a message too long for its receive must be
+named with the call (Recv or Irecv), and arguments the compiled case must refuse get the
+Python path's errors by name.
 Prints "POSTED OK <rank> compiled=<bool> <n>".
 """
 
@@ -42,6 +43,10 @@ def make(kind: str, k: int, fill: bool):
         a = bytearray(11 + k % 7)
     elif kind == "empty":
         a = np.zeros(0, np.float64)
+    elif kind == "f64, DOUBLE":
+        a = np.zeros(3 + k % 11, np.float64)
+    elif kind == "i32x2, INT":
+        a = np.zeros((2, 3 + k % 4), np.int32)
     else:  # "big": over the eager size, the large protocol
         a = np.zeros(EAGER + 1000 + k, np.uint8)
     flat = memoryview(a).cast("B")
@@ -50,7 +55,14 @@ def make(kind: str, k: int, fill: bool):
     return a
 
 
-kinds = ["u8", "f64", "i32x2", "bytes", "empty", "big"]
+kinds = ["u8", "f64", "i32x2", "bytes", "empty", "big", "f64, DOUBLE", "i32x2, INT"]
+
+
+def spec(kind: str, a):
+    """The buffer argument: the array, or [array, datatype] for the kinds that name one."""
+    return [a, {"DOUBLE": MPI.DOUBLE, "INT": MPI.INT}[kind.split(", ")[1]]] if ", " in kind \
+        else a
+
 checked = 0
 for k in range(rounds):
     kind = rng.choice(kinds)
@@ -64,7 +76,7 @@ for k in range(rounds):
     if low:
         if first == "receive":
             comm.Recv(bytearray(1), peer, 999)  # the receive is posted
-        buf = make(kind, k, True)
+        buf = spec(kind, make(kind, k, True))
         if tagsel == "tag":  # a decoy first: a receive must take its own tag, not the first
             comm.Isend(np.full(3, k, np.int64), peer, tag + 200).Wait()
         if mode == "Send":
@@ -86,9 +98,9 @@ for k in range(rounds):
         elif rmode == "Recv":
             comm.Send(bytearray(1), peer, 999)  # the message comes once Recv waits, or before
         if rmode == "Recv":
-            comm.Recv(got, s, t, st)
+            comm.Recv(spec(kind, got), s, t, st)
         else:
-            r = comm.Irecv(got, s, t)
+            r = comm.Irecv(spec(kind, got), s, t)
             if first == "receive":
                 comm.Send(bytearray(1), peer, 999)
         decoy = np.zeros(3, np.int64)
