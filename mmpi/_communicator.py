@@ -165,6 +165,7 @@ class Core:
         if self.freed:
             return
         self.freed = True
+        self.post_recv = self.post_send = None  # a call now takes the Python path, which refuses
         e = self.engine
         if self in e.communicators:
             e.communicators.remove(self)

@@ -16,7 +16,7 @@ from ._message import Message
 from ._native import MPI
 from ._op import SENT, Op, completed, fill_status
 from ._prequest import Prequest
-from .errors import BufferError_, RankError, TagError, TruncationError
+from .errors import BufferError_, CommError, RankError, TagError, TruncationError
 from .request import BridgedRequest
 
 ANY_SOURCE = MPI.ANY_SOURCE
@@ -109,6 +109,14 @@ class PointToPointMethods:
             return None
         return self._send_tag(tag, call)
 
+    def _refuse(self, call: str) -> None:
+        """Raise why `call` cannot run: MPI finalized, or this communicator freed."""
+        core = self._core
+        if core.engine.finalized:
+            core.engine.check()
+        raise CommError(f"{call} on rank {core.rank}: the communicator was freed "
+                        "(it is MPI.COMM_NULL now; MPI_ERR_COMM)")
+
     def _live(self):
         e = self._core.engine
         if e.finalized:
@@ -123,8 +131,8 @@ class PointToPointMethods:
         """Start a send; mode "s" synchronous, "b" buffered, else standard (and ready)."""
         core = self._core
         e = core.engine
-        if e.finalized:
-            e.check()
+        if e.finalized or core.freed:
+            self._refuse(call)
         if type(dest) is not int or not 0 <= dest < core.size:  # else checked already
             dest = self._dest(dest, call)
         if type(tag) is not int or not 0 <= tag <= self._tag_ub:
@@ -147,8 +155,8 @@ class PointToPointMethods:
     def _recv_args(self, buf, source, tag, call: str) -> tuple:
         """(source, tag, view) of a receive, checked (source and tag None: any)."""
         core = self._core
-        if core.engine.finalized:
-            core.engine.check()
+        if core.engine.finalized or core.freed:
+            self._refuse(call)
         src = source if type(source) is int and 0 <= source < core.size else \
             self._source(source, call)
         want = tag if type(tag) is int and 0 <= tag <= self._tag_ub else \

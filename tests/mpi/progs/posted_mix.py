@@ -10,8 +10,8 @@ can come, or after it came: then it waits unmatched and the Python matcher takes
 given tag, a decoy of another tag comes first and is received after. Every received byte and
 status is checked, on the compiled rank path (where the common cases run in C:
 mmpi/_cpost.c) and on the Python one alike; then a message too long for its receive must be
-named with the call (Recv or Irecv), and arguments the compiled case must refuse get the
-Python path's errors by name.
+named with the call (Recv or Irecv), and arguments the compiled case must refuse (a freed
+communicator too) get the Python path's errors by name.
 Prints "POSTED OK <rank> compiled=<bool> <n>".
 """
 
@@ -146,6 +146,12 @@ bad = [(lambda: comm.Irecv(np.zeros(4), size + 3, 0), "source rank"),
        (lambda: comm.Irecv(np.frombuffer(b"12345678", np.uint8), peer, 5),
         "receive buffer is read-only"),
        (lambda: comm.Isend(np.zeros(40, np.int16)[::2], peer, 5), "buffer is not contiguous")]
+gone = comm.Dup()
+gone.Free()
+bad += [(lambda: gone.Irecv(np.zeros(4), peer, 5), "Irecv on rank"),
+        (lambda: gone.Recv(np.zeros(4), peer, 5), "the communicator was freed"),
+        (lambda: gone.Isend(np.zeros(4), peer, 5), "Isend on rank"),
+        (lambda: gone.Send(np.zeros(4), peer, 5), "the communicator was freed")]
 for call, words in bad:
     try:
         call()
