@@ -117,11 +117,12 @@ class PointToPointMethods:
         raise CommError(f"{call} on rank {core.rank}: the communicator was freed "
                         "(it is MPI.COMM_NULL now; MPI_ERR_COMM)")
 
-    def _live(self):
-        e = self._core.engine
-        if e.finalized:
-            e.check()
-        return e
+    def _live(self, call: str):
+        """The engine, if `call` may run (else `_refuse`)."""
+        core = self._core
+        if core.engine.finalized or core.freed:
+            self._refuse(call)
+        return core.engine
 
     # -- buffer forms --------------------------------------------------------------------
     def _isend(self, buf, dest, tag, call: str, mode: str = "") -> BridgedRequest:
@@ -341,7 +342,7 @@ class PointToPointMethods:
 
     # -- probes --------------------------------------------------------------------------
     def _peek(self, source, tag, call: str):
-        e = self._live()
+        e = self._live(call)
         return e, self._source(source, call), self._recv_tag(tag, call)
 
     def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None) -> bool:
@@ -392,7 +393,7 @@ class PointToPointMethods:
     # -- pickle forms --------------------------------------------------------------------
     def isend(self, obj, dest, tag=0):
         """Start sending a picklable object."""
-        e = self._live()
+        e = self._live("isend")
         dest = self._dest(dest, "isend")
         tag = self._send_tag(tag, "isend")
         if dest == PROC_NULL:
@@ -425,7 +426,7 @@ class PointToPointMethods:
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving a pickled object (`buf` is accepted for mpi4py compatibility)."""
-        e = self._live()
+        e = self._live("irecv")
         src = self._source(source, "irecv")
         want = self._recv_tag(tag, "irecv")
         if src == PROC_NULL:
@@ -446,7 +447,7 @@ class PointToPointMethods:
 
     def _recv_obj(self, source, tag) -> BridgedRequest:
         """A receive of a pickled object of any size (recv, sendrecv: mpi4py probes first)."""
-        e = self._live()
+        e = self._live("recv")
         src = self._source(source, "recv")
         want = self._recv_tag(tag, "recv")
         if src == PROC_NULL:

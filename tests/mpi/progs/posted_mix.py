@@ -151,7 +151,11 @@ gone.Free()
 bad += [(lambda: gone.Irecv(np.zeros(4), peer, 5), "Irecv on rank"),
         (lambda: gone.Recv(np.zeros(4), peer, 5), "the communicator was freed"),
         (lambda: gone.Isend(np.zeros(4), peer, 5), "Isend on rank"),
-        (lambda: gone.Send(np.zeros(4), peer, 5), "the communicator was freed")]
+        (lambda: gone.Send(np.zeros(4), peer, 5), "the communicator was freed"),
+        (lambda: gone.Iprobe(peer, 5), "Iprobe on rank"),
+        (lambda: gone.Improbe(peer, 5), "Improbe on rank"),
+        (lambda: gone.isend({"a": 1}, peer, 5), "isend on rank"),
+        (lambda: gone.irecv(None, peer, 5), "irecv on rank")]
 for call, words in bad:
     try:
         call()
