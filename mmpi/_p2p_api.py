@@ -131,9 +131,7 @@ class PointToPointMethods:
     def _send_op(self, buf, dest, tag, call: str, mode: str = "") -> Op:
         """Start a send; mode "s" synchronous, "b" buffered, else standard (and ready)."""
         core = self._core
-        e = core.engine
-        if e.finalized or core.freed:
-            self._refuse(call)
+        e = self._live(call)
         if type(dest) is not int or not 0 <= dest < core.size:  # else checked already
             dest = self._dest(dest, call)
         if type(tag) is not int or not 0 <= tag <= self._tag_ub:
@@ -156,8 +154,7 @@ class PointToPointMethods:
     def _recv_args(self, buf, source, tag, call: str) -> tuple:
         """(source, tag, view) of a receive, checked (source and tag None: any)."""
         core = self._core
-        if core.engine.finalized or core.freed:
-            self._refuse(call)
+        self._live(call)
         src = source if type(source) is int and 0 <= source < core.size else \
             self._source(source, call)
         want = tag if type(tag) is int and 0 <= tag <= self._tag_ub else \
