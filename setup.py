@@ -73,7 +73,8 @@ def _extensions() -> list[Extension]:
         extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
         optional=True,
     ) for name, sources in (("_mmpi_crelay", ["forwarder/_crelay.c"]),
-                            ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c", "mmpi/_cpost.c"]))]
+                            ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c", "mmpi/_cpost.c",
+                                             "mmpi/_cfront.c"]))]
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

@@ -84,7 +84,7 @@ def take_unpacks() -> list:
 # predefined and contiguous). Worked out once per datatype.
 KNOWN: dict[int, tuple[int, MPI.Datatype | None, bool]] = {}
 _FORMATS: dict[str, MPI.Datatype] = {}
-_NDARRAYS: dict[np.dtype, tuple[MPI.Datatype, int]] = {}  # numpy dtype -> (datatype, extent)
+NDARRAYS: dict[np.dtype, tuple[MPI.Datatype, int]] = {}  # numpy dtype -> (datatype, extent)
 
 
 def _base(dt: MPI.Datatype) -> MPI.Datatype | None:
@@ -171,7 +171,7 @@ def _whole_array(a, writable: bool) -> tuple[MPI.Datatype, int] | None:
     """(datatype, extent) of a numpy array taken whole without parsing, else None."""
     if type(a) is not np.ndarray:
         return None
-    known = _NDARRAYS.get(a.dtype)
+    known = NDARRAYS.get(a.dtype)
     if known is None:
         return None
     flags = a.flags
@@ -277,7 +277,7 @@ def as_typed(spec, *, writable: bool, op: str, blocks: int = 1) -> Typed:
         raise BufferError_(f"{op}: buffer spec asks for bytes {start}..{stop} but the buffer "
                            f"holds {len(flat)}")
     if buf is spec and type(buf) is np.ndarray and extent == buf.itemsize:
-        _NDARRAYS[buf.dtype] = (dt, extent)  # next time, the fast path above
+        NDARRAYS[buf.dtype] = (dt, extent)  # next time, the fast path above
     return Typed(flat[start:stop], count, dt, extent)
 
 

@@ -40,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_ccoll.h"
+
 /* mmpi/_crank.c */
 extern PyObject *crank_mpi_error(const char *call, int rc);
 extern int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int ctx, int flags,
@@ -49,14 +51,6 @@ extern int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int 
 #define VERSION 2
 #define ENVELOPE_SIZE 40
 #define ROUNDS_PER_IDLE 32
-
-typedef struct {
-    int tests, first;
-    PyObject *idle;
-    long round;
-    int napping, crossing;
-    int idled; /* idle() has run in this call: a drain may have kept the peer's crossing */
-} Waiter;
 
 static void yield_cpu(void) {
     Py_BEGIN_ALLOW_THREADS
@@ -165,21 +159,6 @@ static PyObject *wait_crossing(MPI_Comm link, int peer, int ctx, PyObject *keep,
         Py_DECREF(got);
     }
 }
-
-enum { BARRIER, ALLREDUCE, BCAST, REDUCE };
-
-typedef struct {
-    int mode, nwords, nmine, verify, count, me, peer, ctx, tag, sends, part;
-    unsigned int call;
-    MPI_Comm local, link; /* link: MPI_COMM_NULL where this rank does not cross */
-    MPI_Request check;    /* MPI_REQUEST_NULL: no check */
-    MPI_Datatype dt;
-    MPI_Op op;
-    Py_buffer words, sb, rb;
-    int have_sb, have_rb;
-    PyObject *keep;
-    Waiter w;
-} Call;
 
 /* Start the check and wait for it; with `verify`, compare everyone's first three words with
  * this rank's. 0 done, 1 mismatch, -1 error. */
@@ -351,6 +330,27 @@ done:
     return result;
 }
 
+/* Run the call `k` describes (its buffers got, its waiter's idle set): small_coll's and
+ * _cfront.c's common end. A new reference to the result, NULL on error. */
+PyObject *ccoll_run(Call *k) {
+    if (k->w.tests < 1) k->w.tests = 1;
+    if (k->check != MPI_REQUEST_NULL &&
+        (k->words.len < (Py_ssize_t)(sizeof(int64_t) * k->nwords * (k->nmine + 1)) ||
+         k->nwords < 3)) {
+        PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: words too short");
+        return NULL;
+    }
+    Py_ssize_t carried = k->have_sb ? k->sb.len : k->rb.len;
+    if ((k->mode == REDUCE ? !k->have_sb && !k->have_rb : k->mode != BARRIER && !k->have_rb) ||
+        k->mode < BARRIER || k->mode > REDUCE ||
+        (k->mode >= BCAST && carried > 8 * (Py_ssize_t)k->nwords - 24)) {
+        PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: bad arguments");
+        return NULL;
+    }
+    return k->mode == BCAST ? bcast_carried(k) : k->mode == REDUCE ? reduce_carried(k)
+                                                                   : reduce_scheme(k);
+}
+
 PyObject *small_coll(PyObject *self, PyObject *args) {
     unsigned long long local_h, check_h, dtype_h, op_h, link_h;
     PyObject *sendobj, *recvobj, *idle;
@@ -368,13 +368,7 @@ PyObject *small_coll(PyObject *self, PyObject *args) {
     k.dt = (MPI_Datatype)dtype_h;
     k.op = (MPI_Op)op_h;
     k.w.idle = idle;
-    if (k.w.tests < 1) k.w.tests = 1;
     PyObject *result = NULL;
-    if (k.check != MPI_REQUEST_NULL &&
-        (k.words.len < (Py_ssize_t)(sizeof(int64_t) * k.nwords * (k.nmine + 1)) || k.nwords < 3)) {
-        PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: words too short");
-        goto done;
-    }
     if (recvobj != Py_None) {
         /* a Bcast root's buffer may be read-only: it is only read */
         int flags = k.mode == BCAST && k.sends ? PyBUF_SIMPLE : PyBUF_SIMPLE | PyBUF_WRITABLE;
@@ -385,15 +379,7 @@ PyObject *small_coll(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(sendobj, &k.sb, PyBUF_SIMPLE) < 0) goto done;
         k.have_sb = 1;
     }
-    Py_ssize_t carried = k.have_sb ? k.sb.len : k.rb.len;
-    if ((k.mode == REDUCE ? !k.have_sb && !k.have_rb : k.mode != BARRIER && !k.have_rb) ||
-        k.mode < BARRIER || k.mode > REDUCE ||
-        (k.mode >= BCAST && carried > 8 * (Py_ssize_t)k.nwords - 24)) {
-        PyErr_SetString(PyExc_ValueError, "_mmpi_crank.small_coll: bad arguments");
-        goto done;
-    }
-    result = k.mode == BCAST ? bcast_carried(&k) : k.mode == REDUCE ? reduce_carried(&k)
-                                                                     : reduce_scheme(&k);
+    result = ccoll_run(&k);
 done:
     if (k.have_sb) PyBuffer_Release(&k.sb);
     if (k.have_rb) PyBuffer_Release(&k.rb);

@@ -98,12 +98,18 @@ class CollectiveMethods:
     # -- blocking, buffer forms ----------------------------------------------------------
     def Barrier(self) -> None:
         """Tight barrier: nobody leaves before every process has entered."""
+        front = self._core.front  # the common case compiled, if it is one
+        if front and front.barrier():
+            return
         if not self._core.spans:
             return self._native("barrier")
         self._run("Barrier", R.barrier(self._c("Barrier"), True))
 
     def Bcast(self, buf, root=0) -> None:
         """Broadcast from `root`."""
+        front = self._core.front
+        if front and front.bcast(buf, root):
+            return
         if not self._core.spans:
             return self._native("bcast", buf, root)
         self._run("Bcast", T.bcast(self._c("Bcast"), buf, root, True))
@@ -118,6 +124,9 @@ class CollectiveMethods:
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM) -> None:
         """Reduce to all."""
+        front = self._core.front
+        if front and front.allreduce(sendbuf, recvbuf, op):
+            return
         if not self._core.spans:
             return self._native("allreduce", sendbuf, recvbuf, op)
         self._run("Allreduce", R.allreduce(self._c("Allreduce"), _ip(sendbuf), recvbuf, op, True))

@@ -68,6 +68,9 @@ class Core:
         self.theirs = tuple(r for r in range(self.size) if coll.local_of[r] < 0)
         self.contiguous = _consecutive(self.mine) and _consecutive(self.theirs)
         self.calls = 0  # collective calls completed on this communicator
+        # small blocking Barrier, Bcast, Allreduce compiled (_collectives.compiled.front):
+        # None until the first compiled one, then the front or False
+        self.front = None
         self.call_name = ""  # the collective call in progress, for errors
         self.pending: deque = deque()  # non-blocking collective calls, in call order
         self._collective: Coll | None = None
@@ -166,6 +169,7 @@ class Core:
             return
         self.freed = True
         self.post_recv = self.post_send = None  # a call now takes the Python path, which refuses
+        self.front = False  # its check's request goes with the release
         e = self.engine
         if self in e.communicators:
             e.communicators.remove(self)

@@ -366,6 +366,7 @@ static PyObject *wait_link(PyObject *self, PyObject *args) {
 PyObject *small_coll(PyObject *self, PyObject *args); /* _ccoll.c */
 PyObject *recv_setup(PyObject *self, PyObject *args); /* _cpost.c */
 extern PyTypeObject ReceiverType, SenderType;         /* _cpost.c */
+extern PyTypeObject FrontType;                        /* _cfront.c */
 
 static PyMethodDef methods[] = {
     {"wait_link", wait_link, METH_VARARGS,
@@ -394,13 +395,17 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
                                     "The ranks' crossing path, compiled.", -1, methods};
 
 PyMODINIT_FUNC PyInit__mmpi_crank(void) {
-    if (PyType_Ready(&ReceiverType) < 0 || PyType_Ready(&SenderType) < 0) return NULL;
+    if (PyType_Ready(&ReceiverType) < 0 || PyType_Ready(&SenderType) < 0 ||
+        PyType_Ready(&FrontType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ReceiverType);
     if (PyModule_AddObject(m, "Receiver", (PyObject *)&ReceiverType) < 0) return NULL;
     Py_INCREF(&SenderType);
     if (PyModule_AddObject(m, "Sender", (PyObject *)&SenderType) < 0) return NULL;
+    Py_INCREF(&FrontType);
+    if (PyModule_AddObject(m, "Front", (PyObject *)&FrontType) < 0) return NULL;
     if (!(s_from_world = PyUnicode_InternFromString("from_world")) ||
         !(s_queues = PyUnicode_InternFromString("queues")) ||
         !(s_posted = PyUnicode_InternFromString("posted")) ||

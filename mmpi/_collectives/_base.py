@@ -39,9 +39,9 @@ T_ALLTOALLW = 26  # Alltoallw's blocks, one message per pair of ranks
 
 # mpi4py's predefined reduction ops live as long as the module, so their ids are never
 # reused: the common case is one set lookup. All of them are commutative.
-PREDEFINED_OPS = frozenset(
-    id(getattr(MPI, name)) for name in ("SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR",
-                                        "BOR", "LXOR", "BXOR", "MAXLOC", "MINLOC"))
+PREDEFINED_NAMES = ("SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR", "BOR", "LXOR", "BXOR",
+                    "MAXLOC", "MINLOC")
+PREDEFINED_OPS = frozenset(id(getattr(MPI, name)) for name in PREDEFINED_NAMES)
 
 
 # Rule 3: every rank of a cluster shows the others what it calls (the collective, its root,
@@ -83,9 +83,14 @@ CARRY = 8 * (WORDS - 3)
 
 def kind_of(c: Coll) -> int:
     """The number that stands for this call's collective in the check."""
-    kind = _KINDS.get(c.name)
+    return kind_named(c.name)
+
+
+def kind_named(name: str) -> int:
+    """The number that stands for collective call `name` in the check."""
+    kind = _KINDS.get(name)
     if kind is None:
-        kind = _KINDS[c.name] = zlib.crc32(_kind(c.name).encode())
+        kind = _KINDS[name] = zlib.crc32(_kind(name).encode())
     return kind
 
 

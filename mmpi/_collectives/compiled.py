@@ -22,16 +22,21 @@ import numpy as np
 
 from .. import _buffers
 from .._crossing import Coll
+from .._native import MPI
 from ..wire import protocol as P
 from ..wire.backoff import Backoff
 from ._base import (
+    CARRY,
     CHECK,
+    PREDEFINED_NAMES,
+    REDUCE_VIA_RS,
     T_ALLREDUCE,
     T_BARRIER,
     T_BCAST,
     T_REDUCE,
     WORDS,
     checking,
+    kind_named,
     same_size,
     start_check,
     verify_check,
@@ -52,6 +57,7 @@ def built(c: Coll) -> bool:
 
 BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _ccoll.c's modes
 _TAGS = (T_BARRIER, T_ALLREDUCE, T_BCAST, T_REDUCE)
+_NAMES = ("Barrier", "Allreduce", "Bcast")  # the front's, by mode
 
 
 class Call:
@@ -171,10 +177,48 @@ def _run(c: Coll, small_coll, mode: int, source: int | None, *args) -> None:
         _Idle(e, None if source is None else (c.ctx.id, peer)), e.crossings.keep)
     if source is not None:
         e.heard[route] = time.monotonic()
-    if got is None:
-        return
+    if got is not None:
+        _fail(c, words, mode, got, nbytes, source)
+    if c.core.front is None:
+        c.core.front = front(c)
+
+
+def _fail(c: Coll, words, mode: int, got: tuple, nbytes: int, source: int | None) -> None:
+    """Raise the reference's error for what the compiled steps handed back."""
     if got[0] == 1:
         verify_check(c, words)
     elif got[0] == 2:
-        raise e.crossings.other_call(c.name, source, got[1], got[2], _TAGS[mode], c.call)
+        raise c.crossings.other_call(c.name, source, got[1], got[2], _TAGS[mode], c.call)
     same_size(c, "data", nbytes, got[1])
+
+
+def front(c: Coll):
+    """The compiled front of c's small blocking Barrier, Bcast, Allreduce (_cfront.c), or False.
+
+    Made after this communicator's first compiled call, so that where its cluster checks its
+    calls the check's persistent allgather is there already (made by every rank of the
+    cluster in the same call: a collective of its own). Without the check (CHECK off) a Bcast
+    would make it in a later call: no front then.
+    """
+    e = c.engine
+    if not hasattr(e.fast, "Front") or not CHECK or c.local is not c.ctx.comm:
+        return False
+    words = check = None
+    if c.nmine >= 2:
+        words, req = c.check_request(WORDS)
+        check = req.handle
+    ops = tuple(getattr(MPI, name) for name in PREDEFINED_NAMES)
+    return e.fast.Front(
+        core=c.core, coll=c, local=c.ctx.comm, engine=e, crossings=e.crossings,
+        kept=e.crossings.kept, departures=e.departures, fanout=e.p2p.fanout,
+        unpacks=_buffers.unpacks, heard=e.heard, ndarrays=_buffers.NDARRAYS, ndarray=np.ndarray,
+        in_place=MPI.IN_PLACE, ops=ops, idle=_Idle, keep=e.crossings.keep,
+        fail=lambda mode, got, nbytes, source: _fail(c, words, mode, got, nbytes,
+                                                     None if source < 0 else source),
+        world_of=tuple(c.ctx.world_of), local_of=tuple(c.ctx.local_of),
+        handles=tuple(e.handles), words=words, names=_NAMES,
+        local_handle=c.ctx.comm.handle, check_handle=check or 0, size=c.size, rank=c.rank,
+        nmine=c.nmine, leader=c.leader, peer=c.peer, me=e.vrank, ctx=c.ctx.id, nfwd=e.nfwd,
+        nwords=WORDS, verify=CHECK, checks=checking(c), carry=CARRY, eager_max=e.eager_max,
+        split_from=REDUCE_VIA_RS, tests=len(e.tests), first=len(e.first),
+        kinds=tuple(kind_named(n) for n in _NAMES), tags=_TAGS[:3])

@@ -96,6 +96,17 @@ def test_collectives_native_same_answers(native):
                                 r"3, which expects 12", True),
     # only the root can tell:
     ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),
+    # after a Barrier the small calls go through the compiled front (_cfront.c), where built
+    ("after-barrier-bcast-count", r"mismatched arguments: rank 2 \(high cluster\) has 40 bytes "
+                                  r"of data, the low cluster has 80", True),
+    ("after-barrier-allreduce-count-plain", r"mismatched arguments: rank [02] \([a-z]+ "
+                                            r"cluster\) has (32|48) bytes of data", True),
+    ("after-barrier-different-collectives", r"rank [02] sent its part of another collective .* "
+                                            r"this is call 2, tag [14]\): the ranks called", True),
+    ("after-barrier-bcast-vs-reduce-within", r"Bcast on rank 2: rank 3 called Reduce while rank "
+                                             r"2 called Bcast: the ranks called different", True),
+    ("after-barrier-bcast-roots", r"Bcast: mismatched arguments: root 2 on rank 3, root 0 "
+                                  r"elsewhere", True),
 ])
 def test_mismatched_collective_arguments_fail_loudly(bridged, case, message, rank3_detects):
     import re

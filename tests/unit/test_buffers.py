@@ -192,7 +192,7 @@ def test_plain_pair_only_for_what_as_typed_would_take_whole(monkeypatch):
     import mmpi._buffers
     from mmpi._buffers import as_typed, plain_pair
 
-    monkeypatch.setattr(mmpi._buffers, "_NDARRAYS", {})  # as in a fresh process
+    monkeypatch.setattr(mmpi._buffers, "NDARRAYS", {})  # as in a fresh process
     a, b = np.ones(3, np.float32), np.zeros(3, np.float32)
     assert plain_pair(a, b) is None  # dtype not worked out yet by as_typed: general path
     t = as_typed(b, writable=True, op="x")

@@ -2,11 +2,12 @@
 
 `python compiled_coll.py SEED ROUNDS` on a bridged job: on COMM_WORLD, a split of it and a dup
 alive at once, a seeded mix of Allreduces (dtypes, predefined ops, in place or not), Bcasts
-and Reduces (any root; up to 64 bytes they carry their data in the check) and Barriers; now and then a
-rank comes late (long enough for the waits' back-off to nap and the engine to drain the
+and Reduces (any root; up to 64 bytes they carry their data in the check) and Barriers; now
+and then a rank comes late (long enough for the waits' back-off to nap and the engine to drain the
 links), and messages between the clusters are in flight across the calls.
 Each rank prints how many calls took the compiled path (`_collectives/compiled.py`), so that
-the test can tell it ran where built and did not under MMPI_RANK_PATH=python.
+the test can tell it ran where built and did not under MMPI_RANK_PATH=python (the calls
+the compiled front of a communicator takes, `_cfront.c`, counted too).
 """
 
 import sys
@@ -26,10 +27,34 @@ ran = 0
 _run = compiled._run
 
 
-def counting(*args, **kwargs):
+class Counted:
+    """A communicator's compiled front (_cfront.c), counting the calls it takes."""
+
+    def __init__(self, front):
+        self.front = front
+
+    def took(self, done):
+        global ran
+        ran += bool(done)
+        return done
+
+    def barrier(self):
+        return self.took(self.front.barrier())
+
+    def bcast(self, buf, root):
+        return self.took(self.front.bcast(buf, root))
+
+    def allreduce(self, sendbuf, recvbuf, op):
+        return self.took(self.front.allreduce(sendbuf, recvbuf, op))
+
+
+def counting(c, *args, **kwargs):
     global ran
     ran += 1
-    return _run(*args, **kwargs)
+    out = _run(c, *args, **kwargs)
+    if c.core.front and type(c.core.front) is not Counted:
+        c.core.front = Counted(c.core.front)
+    return out
 
 
 compiled._run = counting

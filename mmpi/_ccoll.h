@@ -1,0 +1,36 @@
+/* What _ccoll.c (a small collective's steps) shares with _cfront.c (its common calls' front):
+ * the description of one call. Part of the module `_mmpi_crank`. */
+#ifndef MMPI_CCOLL_H
+#define MMPI_CCOLL_H
+
+#include <Python.h>
+#include <mpi.h>
+
+enum { BARRIER, ALLREDUCE, BCAST, REDUCE };
+
+typedef struct {
+    int tests, first;
+    PyObject *idle;
+    long round;
+    int napping, crossing;
+    int idled; /* idle() has run in this call: a drain may have kept the peer's crossing */
+} Waiter;
+
+typedef struct {
+    int mode, nwords, nmine, verify, count, me, peer, ctx, tag, sends, part;
+    unsigned int call;
+    MPI_Comm local, link; /* link: MPI_COMM_NULL where this rank does not cross */
+    MPI_Request check;    /* MPI_REQUEST_NULL: no check */
+    MPI_Datatype dt;
+    MPI_Op op;
+    Py_buffer words, sb, rb;
+    int have_sb, have_rb;
+    PyObject *keep;
+    Waiter w;
+} Call;
+
+/* Run the call `k` describes: None when done, a tuple for Python to raise (see _ccoll.c), or
+ * NULL with an exception set. Its buffers stay the caller's to release. */
+PyObject *ccoll_run(Call *k);
+
+#endif
