@@ -367,6 +367,8 @@ PyObject *small_coll(PyObject *self, PyObject *args); /* _ccoll.c */
 PyObject *recv_setup(PyObject *self, PyObject *args); /* _cpost.c */
 extern PyTypeObject ReceiverType, SenderType;         /* _cpost.c */
 extern PyTypeObject FrontType;                        /* _cfront.c */
+extern PyTypeObject GateType;                         /* _cgate.c */
+extern int cgate_ready(void);
 
 static PyMethodDef methods[] = {
     {"wait_link", wait_link, METH_VARARGS,
@@ -396,7 +398,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crank",
 
 PyMODINIT_FUNC PyInit__mmpi_crank(void) {
     if (PyType_Ready(&ReceiverType) < 0 || PyType_Ready(&SenderType) < 0 ||
-        PyType_Ready(&FrontType) < 0)
+        PyType_Ready(&FrontType) < 0 || PyType_Ready(&GateType) < 0 || cgate_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -406,6 +408,8 @@ PyMODINIT_FUNC PyInit__mmpi_crank(void) {
     if (PyModule_AddObject(m, "Sender", (PyObject *)&SenderType) < 0) return NULL;
     Py_INCREF(&FrontType);
     if (PyModule_AddObject(m, "Front", (PyObject *)&FrontType) < 0) return NULL;
+    Py_INCREF(&GateType);
+    if (PyModule_AddObject(m, "Gate", (PyObject *)&GateType) < 0) return NULL;
     if (!(s_from_world = PyUnicode_InternFromString("from_world")) ||
         !(s_queues = PyUnicode_InternFromString("queues")) ||
         !(s_posted = PyUnicode_InternFromString("posted")) ||

@@ -7,10 +7,11 @@ a large message's chunks) advances only when the program calls into mmpi, so it 
 Wait, after the computation the program meant to overlap with it.
 
 Rule 1: one thread at a time in the bridge. Every public call of a bridged object counts
-        itself in `_busy` (`guard` wraps the classes once, when progress is on); the thread
-        makes a pass of `Engine.progress` (and completes what has arrived) only while no call
-        is under way: it marks `_pass`, then looks at `_busy`, and gives the pass up if a
-        call began. A call marks `_busy`, then looks at `_pass`, and waits on LOCK (held for
+        itself in `GATE.busy` (`guard` wraps the classes once, when progress is on); the
+        thread makes a pass of `Engine.progress` (and completes what has arrived) only while
+        no call is under way: it marks `GATE.passing`, then looks at `busy`, and gives the
+        pass up if a call began. A call marks `busy`, then looks at `passing`, and waits on
+        LOCK (held for
         the pass) if it sees one. Each side writes its flag before it reads the other's, and
         the GIL orders those steps, so at least one of them sees the other (an interpreter
         without a GIL would need a real lock here). A program's call never waits for more
@@ -44,10 +45,68 @@ MAX_NAP = env_float("MMPI_PROGRESS_MAX_NAP_US", 1000) * 1e-6
 _IDLE_CHECK = 0.1  # a sleeping thread looks for work this often even if nobody woke it
 
 LOCK = threading.Lock()  # held by the thread for a pass (Rule 1)
-_busy = 0  # bridged calls under way (one inside another counts twice), program threads'
-_pass = False  # whether the thread is in a pass (or about to begin one)
-_owner = -1  # the thread's ident: its own calls inside a pass are not the program's
 _thread: _Progress | None = None
+
+
+class PyGate:
+    """Rule 1's flags, and the wrapper of a public call: in Python, the reference.
+
+    `_mmpi_crank.Gate` (mmpi/_cgate.c) is the same in C, where the compiled rank path is
+    built: the wrapper's interpreted steps cost about a microsecond per call.
+    """
+
+    __slots__ = ("busy", "passing", "owner", "thread", "lock", "op")
+
+    def __init__(self, lock, op) -> None:
+        self.lock, self.op = lock, op
+        self.busy = 0  # bridged calls under way (one inside another counts twice)
+        self.passing = False  # whether the thread is in a pass (or about to begin one)
+        self.owner = -1  # the thread's ident: its own calls inside a pass are not the program's
+        self.thread = None  # the progress thread, while there is one
+
+    def locked(self, fn):
+        """`fn`, run behind the gate."""
+        gate = self
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if gate.passing and get_ident() == gate.owner:  # the pass's own call
+                return fn(*args, **kwargs)
+            gate.busy += 1  # then look for a pass (Rule 1)
+            if gate.passing:
+                with gate.lock:  # the pass under way ends first
+                    pass
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                gate.busy -= 1
+            if gate.busy:  # a call inside another: the outer one decides
+                return result
+            _after(gate)
+            return result
+        call.__mmpi_locked__ = True
+        return call
+
+
+def _after(gate) -> None:
+    """The outermost call's end: forget completed operations, wake an idle thread for work."""
+    op = gate.op
+    active = op.ACTIVE
+    if len(active) > 256:  # completed by the program's own waits: forget them
+        op.ACTIVE = active = [o for o in active if not o.done]
+    t = gate.thread
+    if t is None or not t.idle:  # awake, it looks for work itself
+        return
+    new, op.NEW_WORK = op.NEW_WORK, False
+    # wake the sleeping thread if this call left something in flight: a collective queued,
+    # its newest operation, the receive it posted last if still unmatched (older ones: the
+    # thread's own look every _IDLE_CHECK); no scan of every queue per call
+    if (t.engine.background or (active and not active[-1].done)
+            or (new is not True and new and not new.matched)):
+        t.wake.set()
+
+
+GATE = PyGate(LOCK, _op)  # the compiled one once a thread starts, where built (start)
 
 
 def mode_from_env(environ=os.environ) -> str:
@@ -90,9 +149,13 @@ def start(engine, mode: str, leader: bool) -> str:
                   "give (mpi4py.rc.thread_level); progress stays off", file=sys.stderr,
                   flush=True)
         return "off"
+    global GATE
+    fast = getattr(engine, "fast", None)
+    if fast is not None and hasattr(fast, "Gate"):
+        GATE = fast.Gate(LOCK, _op)
     guard_all()
     _op.ACTIVE = []
-    _thread = _Progress(engine)
+    _thread = GATE.thread = _Progress(engine)
     _thread.start()
     return mode
 
@@ -101,6 +164,7 @@ def stop() -> None:
     """Stop the thread (before finalize), waiting for its pass to end."""
     global _thread
     t, _thread = _thread, None
+    GATE.thread = None
     if t is not None:
         t.halt()
 
@@ -137,15 +201,15 @@ class _Progress(threading.Thread):
             self.join()
 
     def run(self) -> None:
-        global _pass, _owner
-        _owner = get_ident()  # before any pass (see _locked)
-        engine, lock = self.engine, LOCK
+        gate = GATE
+        gate.owner = get_ident()  # before any pass (see PyGate.locked)
+        engine = self.engine
         nap = MIN_NAP
         look = False
         while not self._halting:
             # `idle` first: a call that ends from here on wakes the thread (no lost wake-up)
             self.idle = True
-            if _busy or not (look or _wanted(engine)) or not self._begin(lock):
+            if gate.busy or not (look or _wanted(engine)) or not self._begin(gate):
                 # Nothing in flight, or the program is in a call, which progresses itself:
                 # sleep until a call leaves something in flight. Waiting for the call's end
                 # instead would hand the interpreter, and the core, to this thread at every
@@ -174,8 +238,8 @@ class _Progress(threading.Thread):
                           file=sys.stderr, flush=True)
                 return
             finally:
-                _pass = False
-                lock.release()
+                gate.passing = False
+                gate.lock.release()
             if moved:
                 self.moved += 1
                 nap = MIN_NAP
@@ -184,51 +248,16 @@ class _Progress(threading.Thread):
             time.sleep(nap)
 
     @staticmethod
-    def _begin(lock) -> bool:
-        """Begin a pass unless a call is under way (Rule 1); the pass then holds `lock`."""
-        global _pass
-        if not lock.acquire(blocking=False):  # (the last pass's end has not let go yet)
+    def _begin(gate) -> bool:
+        """Begin a pass unless a call is under way (Rule 1); the pass then holds the lock."""
+        if not gate.lock.acquire(blocking=False):  # (the last pass's end has not let go yet)
             return False
-        _pass = True
-        if _busy:  # a call began meanwhile: it goes first
-            _pass = False
-            lock.release()
+        gate.passing = True
+        if gate.busy:  # a call began meanwhile: it goes first
+            gate.passing = False
+            gate.lock.release()
             return False
         return True
-
-
-def _locked(fn):
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        global _busy
-        if _pass and get_ident() == _owner:  # the pass's own call (a step, a completion)
-            return fn(*args, **kwargs)
-        _busy += 1  # then look for a pass (Rule 1)
-        if _pass:
-            with LOCK:  # the pass under way ends first
-                pass
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            _busy -= 1
-        if _busy:  # a call inside another: the outer one decides
-            return result
-        active = _op.ACTIVE
-        if len(active) > 256:  # completed by the program's own waits: forget them
-            _op.ACTIVE = active = [op for op in active if not op.done]
-        t = _thread
-        if t is None or not t.idle:  # awake, it looks for work itself
-            return result
-        new, _op.NEW_WORK = _op.NEW_WORK, False
-        # wake the sleeping thread if this call left something in flight: a collective
-        # queued, its newest operation, the receive it posted last if still unmatched (older
-        # ones: the thread's own look every _IDLE_CHECK); no scan of every queue per call
-        if (t.engine.background or (active and not active[-1].done)
-                or (new is not True and new and not new.matched)):
-            t.wake.set()
-        return result
-    call.__mmpi_locked__ = True
-    return call
 
 
 def guard(cls) -> None:
@@ -241,13 +270,13 @@ def guard(cls) -> None:
                 continue
             if isinstance(attr, staticmethod):
                 if not getattr(attr.__func__, "__mmpi_locked__", False):
-                    setattr(klass, name, staticmethod(_locked(attr.__func__)))
+                    setattr(klass, name, staticmethod(GATE.locked(attr.__func__)))
             elif isinstance(attr, classmethod):
                 if not getattr(attr.__func__, "__mmpi_locked__", False):
-                    setattr(klass, name, classmethod(_locked(attr.__func__)))
+                    setattr(klass, name, classmethod(GATE.locked(attr.__func__)))
             elif callable(attr) and not isinstance(attr, type):
                 if not getattr(attr, "__mmpi_locked__", False):
-                    setattr(klass, name, _locked(attr))
+                    setattr(klass, name, GATE.locked(attr))
 
 
 def guard_all() -> None:
