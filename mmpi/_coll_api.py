@@ -53,8 +53,8 @@ class CollectiveMethods:
     def _c(self, name: str):
         """The collectives' view of this communicator, for a call of `name`."""
         core = self._core
-        if core.engine.finalized:
-            core.engine.check()
+        if core.engine.finalized or core.freed:
+            core.check_live(name)
         c = core.collective
         if not core.pending:
             c.name = name  # for errors found while checking the arguments
@@ -79,6 +79,7 @@ class CollectiveMethods:
     def _native(self, name: str, *args):
         """A call on a communicator inside one cluster: the native one, waited politely."""
         core = self._core
+        core.check_live(name[0].upper() + name[1:])
         core.engine.check()
         if core.pending:
             core.flush()
@@ -89,6 +90,7 @@ class CollectiveMethods:
 
     def _inative(self, name: str, *args) -> BridgedRequest:
         core = self._core
+        core.check_live(name)
         core.engine.check()
         op = Op()
         op.start([getattr(core.collective.local, name)(*args)])

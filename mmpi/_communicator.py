@@ -18,6 +18,7 @@ from ._collectives._run import blocking
 from ._context import Context
 from ._crossing import Coll
 from ._engine import Engine
+from .errors import CommError
 from ._matching import Posted
 from ._native import MPI
 from .request import BridgedRequest
@@ -76,6 +77,8 @@ class Core:
         self._collective: Coll | None = None
         self._advancing = False
         self.freed = False
+        self.persistent = 0  # persistent requests made on it, not freed (see hold)
+        self.starting = 0  # such a request's Start is under way (see check_live)
         self.locks: dict = {}  # the program's locks on this communicator (MPI._comm_lock)
         # [duplicate, last tag, ...] (MPI._commctx_intra, _commctx_inter)
         self.pickled_ctx: list | None = None
@@ -157,6 +160,21 @@ class Core:
         """Run a blocking collective call's steps to the end (see _collectives._run)."""
         return blocking(self, name, steps)
 
+    def check_live(self, call: str) -> Engine:
+        """The engine, if `call` may run on this communicator; else raise why not.
+
+        Not after MPI's finalize (the engine says so), nor once the program has freed the
+        communicator: mpi4py's freed communicator is `MPI.COMM_NULL`, which refuses calls. A
+        persistent request made on it before still starts (`starting`), as natively.
+        """
+        e = self.engine
+        if e.finalized or (self.freed and not self.starting):
+            if e.finalized:
+                e.check()
+            raise CommError(f"{call} on rank {self.rank}: the communicator was freed "
+                            "(it is MPI.COMM_NULL now; MPI_ERR_COMM)")
+        return e
+
     # -- freeing -------------------------------------------------------------------------
     def free(self) -> None:
         """Mark this communicator freed; release it once nothing is pending on it.
@@ -173,6 +191,23 @@ class Core:
         e = self.engine
         if self in e.communicators:
             e.communicators.remove(self)
+        self._release_soon()
+
+    def hold(self, by: int) -> None:
+        """A persistent request on this communicator was made (+1) or freed (-1).
+
+        Until the last is freed, a freed communicator stays (MPI: its requests may still
+        start); then it goes as `free` would have let it.
+        """
+        self.persistent += by
+        if self.freed and not self.persistent:
+            self._release_soon()
+
+    def _release_soon(self) -> None:
+        e = self.engine
+        if self.persistent and not e.finalized:
+            e.retired(self.coll.id, self.calls)  # in case finalize comes before the release
+            return
         if self.busy() and not e.finalized:
             e.retired(self.coll.id, self.calls)  # in case finalize comes before the release
             e.background.append(self._release_when_idle)

@@ -109,20 +109,9 @@ class PointToPointMethods:
             return None
         return self._send_tag(tag, call)
 
-    def _refuse(self, call: str) -> None:
-        """Raise why `call` cannot run: MPI finalized, or this communicator freed."""
-        core = self._core
-        if core.engine.finalized:
-            core.engine.check()
-        raise CommError(f"{call} on rank {core.rank}: the communicator was freed "
-                        "(it is MPI.COMM_NULL now; MPI_ERR_COMM)")
-
     def _live(self, call: str):
         """The engine, if `call` may run (else `_refuse`)."""
-        core = self._core
-        if core.engine.finalized or core.freed:
-            self._refuse(call)
-        return core.engine
+        return self._core.check_live(call)
 
     # -- buffer forms --------------------------------------------------------------------
     def _isend(self, buf, dest, tag, call: str, mode: str = "") -> BridgedRequest:
@@ -272,9 +261,10 @@ class PointToPointMethods:
 
     # -- persistent requests -------------------------------------------------------------
     def _init(self, buf, dest, tag, call: str, mode: str) -> Prequest:
+        self._live(call)
         self._dest(dest, call)
         self._send_tag(tag, call)
-        return Prequest(lambda: self._send_op(buf, dest, tag, call, mode))
+        return Prequest(lambda: self._send_op(buf, dest, tag, call, mode), self._core)
 
     def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
@@ -294,9 +284,10 @@ class PointToPointMethods:
 
     def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """A persistent receive."""
+        self._live("Recv_init")
         self._source(source, "Recv_init")
         self._recv_tag(tag, "Recv_init")
-        return Prequest(lambda: self._irecv(buf, source, tag, "Recv_init")._op)
+        return Prequest(lambda: self._irecv(buf, source, tag, "Recv_init")._op, self._core)
 
     # -- matched probes ------------------------------------------------------------------
     def _mprobe(self, source, tag, status, call: str, wait: bool, pickled: bool):

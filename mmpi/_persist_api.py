@@ -52,6 +52,7 @@ def _persistent(name: str, start: str, owner: type):
     params = [p for p in sig.parameters.values() if p.name != "self"]
 
     def init(self, *args, **kwargs):
+        self._core.check_live(name)
         kwargs.pop("info", None)  # hints only; none applies to the bridge
         if len(args) == len(params) + 1:  # the info argument, given by position
             args = args[:-1]
@@ -60,7 +61,7 @@ def _persistent(name: str, start: str, owner: type):
         except TypeError as exc:
             raise TypeError(f"{name}: {exc}") from None
         call = getattr(self, start)
-        return Prequest(lambda: call(*args, **kwargs)._op)
+        return Prequest(lambda: call(*args, **kwargs)._op, self._core)
 
     init.__name__ = init.__qualname__ = name
     info = inspect.Parameter("info", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
@@ -93,19 +94,23 @@ class PersistentMethods:
 
     def Psend_init(self, buf, partitions, dest, tag=0, info=None):
         """A partitioned send: it goes once `Pready` has marked every partition (MPI 4)."""
+        self._core.check_live("Psend_init")
         n = self._p_count(partitions, "Psend_init")
         self._dest(dest, "Psend_init")
         self._send_tag(tag, "Psend_init")
-        return PartitionedSend(lambda: self._send_op(buf, dest, tag, "Psend_init"), n)
+        return PartitionedSend(lambda: self._send_op(buf, dest, tag, "Psend_init"), n,
+                               self._core)
 
     def Precv_init(self, buf, partitions, source=None, tag=None, info=None):
         """A partitioned receive: its partitions arrive together (MPI 4, see Rule 2)."""
         source = ANY_SOURCE if source is None else source
         tag = ANY_TAG if tag is None else tag
+        self._core.check_live("Precv_init")
         n = self._p_count(partitions, "Precv_init")
         self._source(source, "Precv_init")
         self._recv_tag(tag, "Precv_init")
-        return PartitionedRecv(lambda: self._irecv(buf, source, tag, "Precv_init")._op, n)
+        return PartitionedRecv(lambda: self._irecv(buf, source, tag, "Precv_init")._op, n,
+                               self._core)
 
 
 for _name, _start in _COLLECTIVES.items():

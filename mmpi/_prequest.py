@@ -21,12 +21,15 @@ _native = MPI.Request
 class Prequest(BridgedRequest, MPI.Prequest):
     """A persistent request: `Start` runs the same operation again, as often as asked."""
 
-    __slots__ = ("_starter", "_freed")
+    __slots__ = ("_starter", "_freed", "_core")
 
-    def __init__(self, starter) -> None:
+    def __init__(self, starter, core=None) -> None:
         super().__init__(Op(), pickled=False)
         self._starter = starter  # makes the operation's Op each time
         self._freed = False
+        self._core = core  # the communicator it keeps until freed (None: none)
+        if core is not None:
+            core.hold(1)
         self._consumed = True  # inactive until started
         self._op.done = True
 
@@ -51,10 +54,21 @@ class Prequest(BridgedRequest, MPI.Prequest):
         """Start the operation (again)."""
         if not self._consumed:
             raise MMPIError("Start: the persistent request is still active")
-        self._op = self._starter()
+        self._op = self._made()
         self._consumed = False
 
     start = Start
+
+    def _made(self) -> Op:
+        """The operation, made on its communicator even if the program has freed that since."""
+        core = self._core
+        if core is None:
+            return self._starter()
+        core.starting += 1
+        try:
+            return self._starter()
+        finally:
+            core.starting -= 1
 
     @classmethod
     def Startall(cls, requests) -> None:
@@ -67,6 +81,8 @@ class Prequest(BridgedRequest, MPI.Prequest):
     def Free(self) -> None:
         """Release the request (it must be inactive)."""
         self._consumed = True
+        if not self._freed and self._core is not None:
+            self._core.hold(-1)
         self._freed = True
 
     free = Free
@@ -77,8 +93,8 @@ class _Partitioned(Prequest):
 
     __slots__ = ("_parts",)
 
-    def __init__(self, starter, partitions: int) -> None:
-        super().__init__(starter)
+    def __init__(self, starter, partitions: int, core=None) -> None:
+        super().__init__(starter, core)
         self._parts = partitions
 
     def _index(self, partition, call: str) -> int:
@@ -96,8 +112,8 @@ class PartitionedSend(_Partitioned):
 
     __slots__ = ("_ready",)
 
-    def __init__(self, starter, partitions: int) -> None:
-        super().__init__(starter, partitions)
+    def __init__(self, starter, partitions: int, core=None) -> None:
+        super().__init__(starter, partitions, core)
         self._ready: set[int] = set()
 
     def Start(self) -> None:
@@ -129,7 +145,7 @@ class PartitionedSend(_Partitioned):
             return
         self._ready.update(parts)
         if len(self._ready) == self._parts:
-            self._op = self._starter()
+            self._op = self._made()
 
     def _wait(self) -> None:
         if not self._consumed and len(self._ready) < self._parts:

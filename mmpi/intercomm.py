@@ -215,7 +215,7 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
     def _check(self, call: str, flush: bool = True) -> None:
         core = self._core
         core.engine.check()
-        if core.freed:
+        if core.freed and not core.starting:  # (a persistent request made before may start)
             raise UsageError(f"{call}: the intercommunicator has been freed")
         if flush and core.pending:  # the leaders' messages of the calls before go first
             core.flush()

@@ -178,3 +178,14 @@ def test_small_collectives_on_both_rank_paths(bridged, path, low, high, seed, ch
         assert min(counts) > 50, job.output  # it did run compiled
     else:
         assert max(counts) == 0, job.output
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("path", RANK_PATHS)
+def test_a_freed_communicator_refuses_collectives_and_keeps_its_persistent_requests(bridged,
+                                                                                     path):
+    # mpi4py's freed communicator is COMM_NULL: every collective form refuses, naming the
+    # call (the compiled front too); persistent requests made before the Free still run
+    job = bridged("freed_comm.py", low=2, high=2, timeout=60, env={"MMPI_RANK_PATH": path})
+    assert job.returncode == 0, job.output[-3000:]
+    assert job.stdout.count("FREED OK 26 refused") == 4, job.output[-3000:]
