@@ -18,9 +18,9 @@ from ._collectives._run import blocking
 from ._context import Context
 from ._crossing import Coll
 from ._engine import Engine
-from .errors import CommError
 from ._matching import Posted
 from ._native import MPI
+from .errors import CommError
 from .request import BridgedRequest
 
 _made_ready: set = set()  # the compiled modules recv_setup was called on
@@ -215,8 +215,10 @@ class Core:
         self.release()
 
     def busy(self) -> bool:
-        """Whether calls on this communicator are pending: collectives, posted receives,
-        synchronous sends within the cluster not acknowledged yet (the answer comes on it).
+        """Whether calls on this communicator are pending.
+
+        Collectives, posted receives, synchronous sends within the cluster not acknowledged
+        yet (the answer comes on it).
         """
         if self.pending or self.p2p.queues.posted or self.coll.queues.posted:
             return True

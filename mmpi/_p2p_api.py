@@ -16,7 +16,7 @@ from ._message import Message
 from ._native import MPI
 from ._op import SENT, Op, completed, fill_status
 from ._prequest import Prequest
-from .errors import BufferError_, CommError, RankError, TagError, TruncationError
+from .errors import BufferError_, RankError, TagError, TruncationError
 from .request import BridgedRequest
 
 ANY_SOURCE = MPI.ANY_SOURCE

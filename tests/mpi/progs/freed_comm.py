@@ -18,6 +18,26 @@ rank, size = w.Get_rank(), w.Get_size()
 half = size // 2  # the low cluster's ranks come first; ranks r and r + half face each other
 peer = (rank + half) % size
 
+
+def calls_on(d):
+    """The calls tried on the freed communicator `d`, by the name each error must give."""
+    return {
+        "Barrier": lambda: d.Barrier(),
+        "Bcast": lambda: d.Bcast(np.zeros(3), 0),
+        "Allreduce": lambda: d.Allreduce(np.ones(2), np.zeros(2)),
+        "Reduce": lambda: d.Reduce(np.ones(2), np.zeros(2), root=0),
+        "Alltoall": lambda: d.Alltoall(np.ones(d.Get_size()), np.zeros(d.Get_size())),
+        "Ibarrier": lambda: d.Ibarrier(),
+        "Iallreduce": lambda: d.Iallreduce(np.ones(2), np.zeros(2)),
+        "bcast": lambda: d.bcast(1, 0),
+        "allgather": lambda: d.allgather(1),
+        "Barrier_init": lambda: d.Barrier_init(),
+        "Allreduce_init": lambda: d.Allreduce_init(np.ones(2), np.zeros(2)),
+        "Send_init": lambda: d.Send_init(np.ones(2), 0, 1),
+        "Recv_init": lambda: d.Recv_init(np.ones(2), 0, 1),
+    }
+
+
 refused = 0
 for make in ("dup", "split"):
     d = w.Dup() if make == "dup" else w.Split(rank < half, rank)
@@ -34,22 +54,7 @@ for make in ("dup", "split"):
                  d.Recv_init(got, peer, 9)]
     core = d._core
     d.Free()
-    calls = {
-        "Barrier": lambda: d.Barrier(),
-        "Bcast": lambda: d.Bcast(np.zeros(3), 0),
-        "Allreduce": lambda: d.Allreduce(np.ones(2), np.zeros(2)),
-        "Reduce": lambda: d.Reduce(np.ones(2), np.zeros(2), root=0),
-        "Alltoall": lambda: d.Alltoall(np.ones(d.Get_size()), np.zeros(d.Get_size())),
-        "Ibarrier": lambda: d.Ibarrier(),
-        "Iallreduce": lambda: d.Iallreduce(np.ones(2), np.zeros(2)),
-        "bcast": lambda: d.bcast(1, 0),
-        "allgather": lambda: d.allgather(1),
-        "Barrier_init": lambda: d.Barrier_init(),
-        "Allreduce_init": lambda: d.Allreduce_init(np.ones(2), np.zeros(2)),
-        "Send_init": lambda: d.Send_init(np.ones(2), 0, 1),
-        "Recv_init": lambda: d.Recv_init(np.ones(2), 0, 1),
-    }
-    for name, call in calls.items():
+    for name, call in calls_on(d).items():
         try:
             call()
         except CommError as exc:
