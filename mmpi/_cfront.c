@@ -1,4 +1,4 @@
-/* The front of a communicator's small blocking Barrier, Bcast and Allreduce: what
+/* The front of a communicator's small blocking Barrier, Bcast, Allreduce and Reduce: what
  * mmpi/_collectives/compiled.py does around _ccoll.c's steps (the call's checks, the
  * communicator's bookkeeping, the arguments of the steps), in C. Part of `_mmpi_crank`.
  *
@@ -7,14 +7,15 @@
  * Bcast of 8 B take twice as long as its steps alone (docs/performance.md, "Small
  * collectives").
  *
- * Front(...).barrier(), .bcast(buf, root), .allreduce(sendbuf, recvbuf, op) return True once
- * the call is done, or False, having changed nothing, where it is not the common case: the
- * Python path (the reference) then runs and says what is wrong, if anything. The common case
- * is compiled.py's Rule (no monitor, nothing kept, nothing pending or held, no unpacks, no
- * rank gone) with a whole C-contiguous numpy array of a dtype the Python path has met, a
- * plain int root in range, and for an Allreduce a predefined op and arrays of one dtype and
- * size (or MPI.IN_PLACE). What _ccoll.c hands back for Python to say (a mismatch, a crossing
- * of another call, another size) goes to `fail(mode, got, nbytes, source)`, which raises.
+ * Front(...).barrier(), .bcast(buf, root), .allreduce(sendbuf, recvbuf, op) and
+ * .reduce(sendbuf, recvbuf, op, root) return True once the call is done, or False, having
+ * changed nothing, where it is not the common case: the Python path (the reference) then runs
+ * and says what is wrong, if anything. The common case is compiled.py's Rule (no monitor,
+ * nothing kept, nothing pending or held, no unpacks, no rank gone) with a whole C-contiguous
+ * numpy array of a dtype the Python path has met, a plain int root in range, and for an
+ * Allreduce or a Reduce a predefined op and arrays of one dtype and size (or MPI.IN_PLACE, at
+ * a Reduce's root only). What _ccoll.c hands back for Python to say (a mismatch, a crossing of
+ * another call, another size) goes to `fail(mode, got, nbytes, source)`, which raises.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,8 +41,8 @@ typedef struct {
     MPI_Op ops[MAX_OPS];
     long size, rank, nmine, leader, peer, me, ctx, nfwd, nwords, verify, checks, carry,
         eager_max, split_from, tests, first;
-    int64_t kinds[3]; /* by mode: Barrier, Allreduce, Bcast */
-    int tags[3];
+    int64_t kinds[4]; /* by mode: Barrier, Allreduce, Bcast, Reduce */
+    int tags[4];
 } Front;
 
 static PyObject *s_finalized, *s_pending, *s_monitor, *s_local, *s_held, *s_gone, *s_current,
@@ -87,12 +88,12 @@ static int front_init(Front *f, PyObject *args, PyObject *kw) {
         return -1;
     if (PyTuple_GET_SIZE(o[O_WORLD_OF]) != f->size || PyTuple_GET_SIZE(o[O_LOCAL_OF]) != f->size ||
         PyTuple_GET_SIZE(o[O_HANDLES]) != f->nfwd || f->nfwd < 1 ||
-        PyTuple_GET_SIZE(o[O_OPS]) > MAX_OPS || PyTuple_GET_SIZE(kinds) != 3 ||
-        PyTuple_GET_SIZE(tags) != 3 || PyTuple_GET_SIZE(o[O_NAMES]) != 3) {
+        PyTuple_GET_SIZE(o[O_OPS]) > MAX_OPS || PyTuple_GET_SIZE(kinds) != 4 ||
+        PyTuple_GET_SIZE(tags) != 4 || PyTuple_GET_SIZE(o[O_NAMES]) != 4) {
         PyErr_SetString(PyExc_ValueError, "_mmpi_crank.Front: inconsistent arguments");
         return -1;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         f->kinds[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(kinds, i));
         f->tags[i] = (int)PyLong_AsLong(PyTuple_GET_ITEM(tags, i));
     }
@@ -183,6 +184,26 @@ static PyObject *known(Front *f, PyObject *a, PyObject **dtype) {
     }
     if (dtype) *dtype = dt;
     return got;
+}
+
+/* The index of `op` among the predefined ops, or -1. */
+static int op_index(Front *f, PyObject *op) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(f->o[O_OPS]); i++)
+        if (PyTuple_GET_ITEM(f->o[O_OPS], i) == op) return (int)i;
+    return -1;
+}
+
+/* The extent and handle of a known (datatype, extent): 0, or -1 (no exception) if unusable. */
+static int type_of(PyObject *dt, Py_ssize_t *extent, unsigned long long *handle) {
+    *extent = PyLong_AsSsize_t(PyTuple_GET_ITEM(dt, 1));
+    PyObject *h = PyObject_GetAttr(PyTuple_GET_ITEM(dt, 0), s_handle);
+    *handle = h ? PyLong_AsUnsignedLongLong(h) : 0;
+    Py_XDECREF(h);
+    if (PyErr_Occurred() || *extent <= 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
 }
 
 static int set_long(PyObject *o, PyObject *name, long v) {
@@ -327,21 +348,14 @@ static PyObject *front_bcast(Front *f, PyObject *const *args, Py_ssize_t nargs) 
 static PyObject *front_allreduce(Front *f, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) Py_RETURN_FALSE;
     PyObject *sendbuf = args[0], *recvbuf = args[1], *dtype = NULL, *sdtype = NULL;
-    int which = -1;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(f->o[O_OPS]); i++)
-        if (PyTuple_GET_ITEM(f->o[O_OPS], i) == args[2]) which = (int)i;
+    int which = op_index(f, args[2]);
     PyObject *dt = which < 0 ? NULL : known(f, recvbuf, &dtype);
     int in_place = sendbuf == f->o[O_IN_PLACE];
     if (!dt || (!in_place && (!known(f, sendbuf, &sdtype) || sdtype != dtype)))
         Py_RETURN_FALSE;
-    Py_ssize_t extent = PyLong_AsSsize_t(PyTuple_GET_ITEM(dt, 1));
-    PyObject *h = PyObject_GetAttr(PyTuple_GET_ITEM(dt, 0), s_handle);
-    unsigned long long dth = h ? PyLong_AsUnsignedLongLong(h) : 0;
-    Py_XDECREF(h);
-    if (PyErr_Occurred() || extent <= 0) {
-        PyErr_Clear();
-        Py_RETURN_FALSE;
-    }
+    Py_ssize_t extent;
+    unsigned long long dth;
+    if (type_of(dt, &extent, &dth) < 0) Py_RETURN_FALSE;
     int r = ready(f);
     if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
     Call k;
@@ -378,12 +392,72 @@ static PyObject *front_allreduce(Front *f, PyObject *const *args, Py_ssize_t nar
     return out;
 }
 
+static PyObject *front_reduce(Front *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyLong_CheckExact(args[3])) Py_RETURN_FALSE;
+    PyObject *sendbuf = args[0], *recvbuf = args[1], *dtype = NULL, *rdtype = NULL;
+    int over = 0, which = op_index(f, args[2]);
+    long root = PyLong_AsLongAndOverflow(args[3], &over);
+    if (over || root < 0 || root >= f->size || which < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    int at_root = f->rank == root, in_place = sendbuf == f->o[O_IN_PLACE];
+    PyObject *dt = in_place ? NULL : known(f, sendbuf, &dtype);
+    if (at_root && in_place) dt = known(f, recvbuf, &dtype);
+    else if (at_root && (!dt || !known(f, recvbuf, &rdtype) || rdtype != dtype)) dt = NULL;
+    Py_ssize_t extent;
+    unsigned long long dth;
+    if (!dt || type_of(dt, &extent, &dth) < 0) Py_RETURN_FALSE; /* (IN_PLACE off the root too) */
+    int r = ready(f);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
+    Call k;
+    memset(&k, 0, sizeof k);
+    k.mode = REDUCE;
+    k.check = MPI_REQUEST_NULL;
+    if (at_root) {
+        if (PyObject_GetBuffer(recvbuf, &k.rb, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+            PyErr_Clear();
+            Py_RETURN_FALSE;
+        }
+        k.have_rb = 1;
+    }
+    if (!in_place) {
+        if (PyObject_GetBuffer(sendbuf, &k.sb, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            if (k.have_rb) PyBuffer_Release(&k.rb);
+            Py_RETURN_FALSE;
+        }
+        k.have_sb = 1;
+    }
+    Py_ssize_t nb = k.have_sb ? k.sb.len : k.rb.len;
+    long lroot = PyLong_AsLong(PyTuple_GET_ITEM(f->o[O_LOCAL_OF], root));
+    PyObject *out;
+    if ((k.have_sb && k.have_rb && k.rb.len != nb) || nb > f->carry || nb > f->eager_max ||
+        nb % extent) {
+        out = Py_NewRef(Py_False);
+    } else {
+        k.count = (int)(nb / extent);
+        k.dt = (MPI_Datatype)dth;
+        k.op = f->ops[which];
+        /* the rank that sums its cluster's parts: the root, or the other cluster's leader */
+        k.part = lroot >= 0 ? at_root : (int)f->leader;
+        k.sends = lroot < 0 && f->leader;
+        if (f->nmine >= 2) use_check(f, &k, REDUCE, root, nb);
+        out = go(f, &k, at_root ? f->peer : -1, k.sends ? root : -1, nb);
+    }
+    if (k.have_sb) PyBuffer_Release(&k.sb);
+    if (k.have_rb) PyBuffer_Release(&k.rb);
+    return out;
+}
+
 static PyMethodDef front_methods[] = {
     {"barrier", (PyCFunction)front_barrier, METH_NOARGS, "barrier(): Barrier, or False"},
     {"bcast", (PyCFunction)(void (*)(void))front_bcast, METH_FASTCALL,
      "bcast(buf, root): Bcast, or False"},
     {"allreduce", (PyCFunction)(void (*)(void))front_allreduce, METH_FASTCALL,
      "allreduce(sendbuf, recvbuf, op): Allreduce, or False"},
+    {"reduce", (PyCFunction)(void (*)(void))front_reduce, METH_FASTCALL,
+     "reduce(sendbuf, recvbuf, op, root): Reduce, or False"},
     {NULL}};
 
 PyTypeObject FrontType = {

@@ -118,6 +118,9 @@ class CollectiveMethods:
 
     def Reduce(self, sendbuf, recvbuf, op=_SUM, root=0) -> None:
         """Reduce to `root`."""
+        front = self._core.front
+        if front and front.reduce(sendbuf, recvbuf, op, root):
+            return
         if not self._core.spans:
             return self._native("reduce", sendbuf, recvbuf, op, root)
         self._run("Reduce",

@@ -57,7 +57,7 @@ def built(c: Coll) -> bool:
 
 BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _ccoll.c's modes
 _TAGS = (T_BARRIER, T_ALLREDUCE, T_BCAST, T_REDUCE)
-_NAMES = ("Barrier", "Allreduce", "Bcast")  # the front's, by mode
+_NAMES = ("Barrier", "Allreduce", "Bcast", "Reduce")  # the front's, by mode
 
 
 class Call:
@@ -193,7 +193,7 @@ def _fail(c: Coll, words, mode: int, got: tuple, nbytes: int, source: int | None
 
 
 def front(c: Coll):
-    """The compiled front of c's small blocking Barrier, Bcast, Allreduce (_cfront.c), or False.
+    """The compiled front of c's small blocking collectives (_cfront.c), or False.
 
     Made after this communicator's first compiled call, so that where its cluster checks its
     calls the check's persistent allgather is there already (made by every rank of the
@@ -221,4 +221,4 @@ def front(c: Coll):
         nmine=c.nmine, leader=c.leader, peer=c.peer, me=e.vrank, ctx=c.ctx.id, nfwd=e.nfwd,
         nwords=WORDS, verify=CHECK, checks=checking(c), carry=CARRY, eager_max=e.eager_max,
         split_from=REDUCE_VIA_RS, tests=len(e.tests), first=len(e.first),
-        kinds=tuple(kind_named(n) for n in _NAMES), tags=_TAGS[:3])
+        kinds=tuple(kind_named(n) for n in _NAMES), tags=_TAGS)

@@ -47,6 +47,9 @@ class Counted:
     def allreduce(self, sendbuf, recvbuf, op):
         return self.took(self.front.allreduce(sendbuf, recvbuf, op))
 
+    def reduce(self, sendbuf, recvbuf, op, root):
+        return self.took(self.front.reduce(sendbuf, recvbuf, op, root))
+
 
 def counting(c, *args, **kwargs):
     global ran
