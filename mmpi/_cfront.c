@@ -299,13 +299,48 @@ static void use_check(Front *f, Call *k, int mode, long root, Py_ssize_t nbytes)
     k->check = f->check;
 }
 
-static PyObject *front_barrier(Front *f, PyObject *noargs) {
+static void release_buffers(Call *k) {
+    if (k->have_sb) PyBuffer_Release(&k->sb);
+    if (k->have_rb) PyBuffer_Release(&k->rb);
+    k->have_sb = k->have_rb = 0;
+}
+
+/* A call of `mode` begins: 1 with `k` cleared for it if the call may run here (ready), 0 if
+ * not, -1 on an error. */
+static int begin(Front *f, Call *k, int mode) {
     int r = ready(f);
-    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
+    if (r <= 0) return r;
+    memset(k, 0, sizeof *k);
+    k->mode = mode;
+    k->check = MPI_REQUEST_NULL;
+    return 1;
+}
+
+/* k's receive buffer (writable) from `recvbuf`, its send buffer from `sendbuf`, either NULL
+ * for none: 1, or 0 (nothing held, no exception) where one is not a C-contiguous buffer. */
+static int get_buffers(Call *k, PyObject *recvbuf, PyObject *sendbuf) {
+    if (recvbuf) {
+        if (PyObject_GetBuffer(recvbuf, &k->rb, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        k->have_rb = 1;
+    }
+    if (sendbuf) {
+        if (PyObject_GetBuffer(sendbuf, &k->sb, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            release_buffers(k);
+            return 0;
+        }
+        k->have_sb = 1;
+    }
+    return 1;
+}
+
+static PyObject *front_barrier(Front *f, PyObject *noargs) {
     Call k;
-    memset(&k, 0, sizeof k);
-    k.mode = BARRIER;
-    k.check = MPI_REQUEST_NULL;
+    int r = begin(f, &k, BARRIER);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
     if (f->checks) use_check(f, &k, BARRIER, -1, -1);
     return go(f, &k, f->leader ? f->peer : -1, -1, -1);
 }
@@ -318,12 +353,9 @@ static PyObject *front_bcast(Front *f, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_Clear();
         Py_RETURN_FALSE;
     }
-    int r = ready(f);
-    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
     Call k;
-    memset(&k, 0, sizeof k);
-    k.mode = BCAST;
-    k.check = MPI_REQUEST_NULL;
+    int r = begin(f, &k, BCAST);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
     k.sends = f->rank == root;
     /* a Bcast root's buffer may be read-only: it is only read */
     if (PyObject_GetBuffer(args[0], &k.rb, k.sends ? PyBUF_SIMPLE
@@ -356,25 +388,10 @@ static PyObject *front_allreduce(Front *f, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t extent;
     unsigned long long dth;
     if (type_of(dt, &extent, &dth) < 0) Py_RETURN_FALSE;
-    int r = ready(f);
-    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
     Call k;
-    memset(&k, 0, sizeof k);
-    k.mode = ALLREDUCE;
-    k.check = MPI_REQUEST_NULL;
-    if (PyObject_GetBuffer(recvbuf, &k.rb, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_FALSE;
-    }
-    k.have_rb = 1;
-    if (!in_place) {
-        if (PyObject_GetBuffer(sendbuf, &k.sb, PyBUF_SIMPLE) < 0) {
-            PyErr_Clear();
-            PyBuffer_Release(&k.rb);
-            Py_RETURN_FALSE;
-        }
-        k.have_sb = 1;
-    }
+    int r = begin(f, &k, ALLREDUCE);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
+    if (!get_buffers(&k, recvbuf, in_place ? NULL : sendbuf)) Py_RETURN_FALSE;
     Py_ssize_t nb = k.rb.len;
     PyObject *out;
     if ((k.have_sb && k.sb.len != nb) || nb >= f->split_from || nb > f->eager_max ||
@@ -387,8 +404,7 @@ static PyObject *front_allreduce(Front *f, PyObject *const *args, Py_ssize_t nar
         if (f->checks) use_check(f, &k, ALLREDUCE, -1, nb);
         out = go(f, &k, f->leader ? f->peer : -1, -1, nb);
     }
-    if (k.have_sb) PyBuffer_Release(&k.sb);
-    PyBuffer_Release(&k.rb);
+    release_buffers(&k);
     return out;
 }
 
@@ -408,27 +424,10 @@ static PyObject *front_reduce(Front *f, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t extent;
     unsigned long long dth;
     if (!dt || type_of(dt, &extent, &dth) < 0) Py_RETURN_FALSE; /* (IN_PLACE off the root too) */
-    int r = ready(f);
-    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
     Call k;
-    memset(&k, 0, sizeof k);
-    k.mode = REDUCE;
-    k.check = MPI_REQUEST_NULL;
-    if (at_root) {
-        if (PyObject_GetBuffer(recvbuf, &k.rb, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
-            PyErr_Clear();
-            Py_RETURN_FALSE;
-        }
-        k.have_rb = 1;
-    }
-    if (!in_place) {
-        if (PyObject_GetBuffer(sendbuf, &k.sb, PyBUF_SIMPLE) < 0) {
-            PyErr_Clear();
-            if (k.have_rb) PyBuffer_Release(&k.rb);
-            Py_RETURN_FALSE;
-        }
-        k.have_sb = 1;
-    }
+    int r = begin(f, &k, REDUCE);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_False);
+    if (!get_buffers(&k, at_root ? recvbuf : NULL, in_place ? NULL : sendbuf)) Py_RETURN_FALSE;
     Py_ssize_t nb = k.have_sb ? k.sb.len : k.rb.len;
     long lroot = PyLong_AsLong(PyTuple_GET_ITEM(f->o[O_LOCAL_OF], root));
     PyObject *out;
@@ -445,8 +444,7 @@ static PyObject *front_reduce(Front *f, PyObject *const *args, Py_ssize_t nargs)
         if (f->nmine >= 2) use_check(f, &k, REDUCE, root, nb);
         out = go(f, &k, at_root ? f->peer : -1, k.sends ? root : -1, nb);
     }
-    if (k.have_sb) PyBuffer_Release(&k.sb);
-    if (k.have_rb) PyBuffer_Release(&k.rb);
+    release_buffers(&k);
     return out;
 }
 
