@@ -143,21 +143,33 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
 
     def Get_rank(self) -> int:
         """Rank of this process in the communicator."""
-        return self._core.rank
+        core = self._core
+        if core.freed:
+            core.check_open("Get_rank")
+        return core.rank
 
     def Get_size(self) -> int:
         """Number of processes in the communicator."""
-        return self._core.size
+        core = self._core
+        if core.freed:
+            core.check_open("Get_size")
+        return core.size
 
     @property
     def rank(self) -> int:
         """Rank of this process in the communicator."""
-        return self._core.rank
+        core = self._core
+        if core.freed:
+            core.check_open("rank")
+        return core.rank
 
     @property
     def size(self) -> int:
         """Number of processes in the communicator."""
-        return self._core.size
+        core = self._core
+        if core.freed:
+            core.check_open("size")
+        return core.size
 
     @property
     def cluster(self) -> str:
@@ -171,8 +183,8 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
         return Layout.from_owners([owners[w] for w in self._core.members])
 
     def Get_name(self) -> str:
-        """Name of the communicator."""
-        return self._name
+        """Name of the communicator (MPI_COMM_NULL's once freed, as mpi4py's)."""
+        return "MPI_COMM_NULL" if self._core.freed else self._name
 
     def Set_name(self, name: str) -> None:
         """Set the communicator's name."""
@@ -204,24 +216,29 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
 
     def Is_inter(self) -> bool:
         """A bridged communicator is an intracommunicator."""
+        self._core.check_open("Is_inter")
         return False
 
     def Is_intra(self) -> bool:
         """A bridged communicator is an intracommunicator."""
+        self._core.check_open("Is_intra")
         return True
 
     @property
     def is_inter(self) -> bool:
         """False: an intracommunicator."""
+        self._core.check_open("is_inter")
         return False
 
     @property
     def is_intra(self) -> bool:
         """True: an intracommunicator."""
+        self._core.check_open("is_intra")
         return True
 
     def Get_topology(self) -> int:
         """MPI.CART, MPI.DIST_GRAPH, or MPI.UNDEFINED for none."""
+        self._core.check_open("Get_topology")
         return MPI.UNDEFINED if self._topo is None else self._topo.kind
 
     @property

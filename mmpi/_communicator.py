@@ -160,6 +160,15 @@ class Core:
         """Run a blocking collective call's steps to the end (see _collectives._run)."""
         return blocking(self, name, steps)
 
+    def check_open(self, call: str) -> None:
+        """Raise if the program has freed this communicator.
+
+        As `check_live`, whether MPI is finalized or not: for a query such as Get_size.
+        """
+        if self.freed and not self.starting:
+            raise CommError(f"{call} on rank {self.rank}: the communicator was freed "
+                            "(it is MPI.COMM_NULL now; MPI_ERR_COMM)")
+
     def check_live(self, call: str) -> Engine:
         """The engine, if `call` may run on this communicator; else raise why not.
 
@@ -168,11 +177,9 @@ class Core:
         persistent request made on it before still starts (`starting`), as natively.
         """
         e = self.engine
-        if e.finalized or (self.freed and not self.starting):
-            if e.finalized:
-                e.check()
-            raise CommError(f"{call} on rank {self.rank}: the communicator was freed "
-                            "(it is MPI.COMM_NULL now; MPI_ERR_COMM)")
+        if e.finalized:
+            e.check()
+        self.check_open(call)
         return e
 
     # -- freeing -------------------------------------------------------------------------

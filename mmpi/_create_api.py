@@ -34,6 +34,7 @@ class CommunicatorMethods:
     def Get_group(self):
         """The group of this communicator (world ranks, in rank order)."""
         core = self._core
+        core.check_open("Get_group")
         return BridgedGroup(core.members, core.engine.vrank)
 
     @property

@@ -2,10 +2,11 @@
 
 `python freed_comm.py` on a bridged job: on a Dup (across the zipper, its small collectives'
 compiled front made first where built) and on a Split inside each cluster, freed: every
-collective form named refuses with a CommError naming the call (mpi4py's freed communicator
-is MPI.COMM_NULL). Persistent requests made before the Free (a Barrier_init, a Bcast_init
-from the other cluster, a Send_init/Recv_init pair across) start and complete after it, as
-natively; once they are freed, the communicator's native ones are released.
+collective form named, and the queries mpi4py's COMM_NULL refuses (Get_size, Get_rank, ...),
+refuse with a CommError naming the call; its name is MPI_COMM_NULL's. Persistent requests
+made before the Free (a Barrier_init, a Bcast_init from the other cluster, a
+Send_init/Recv_init pair across) start and complete after it, as natively; once they are
+freed, the communicator's native ones are released.
 """
 
 import numpy as np
@@ -19,14 +20,14 @@ half = size // 2  # the low cluster's ranks come first; ranks r and r + half fac
 peer = (rank + half) % size
 
 
-def calls_on(d):
-    """The calls tried on the freed communicator `d`, by the name each error must give."""
+def calls_on(d, n):
+    """The calls tried on the freed `d` (of `n` ranks), by the name each error must give."""
     return {
         "Barrier": lambda: d.Barrier(),
         "Bcast": lambda: d.Bcast(np.zeros(3), 0),
         "Allreduce": lambda: d.Allreduce(np.ones(2), np.zeros(2)),
         "Reduce": lambda: d.Reduce(np.ones(2), np.zeros(2), root=0),
-        "Alltoall": lambda: d.Alltoall(np.ones(d.Get_size()), np.zeros(d.Get_size())),
+        "Alltoall": lambda: d.Alltoall(np.ones(n), np.zeros(n)),
         "Ibarrier": lambda: d.Ibarrier(),
         "Iallreduce": lambda: d.Iallreduce(np.ones(2), np.zeros(2)),
         "bcast": lambda: d.bcast(1, 0),
@@ -35,6 +36,11 @@ def calls_on(d):
         "Allreduce_init": lambda: d.Allreduce_init(np.ones(2), np.zeros(2)),
         "Send_init": lambda: d.Send_init(np.ones(2), 0, 1),
         "Recv_init": lambda: d.Recv_init(np.ones(2), 0, 1),
+        "Get_size": lambda: d.Get_size(),
+        "Get_rank": lambda: d.Get_rank(),
+        "Get_group": lambda: d.Get_group(),
+        "Is_inter": lambda: d.Is_inter(),
+        "Get_topology": lambda: d.Get_topology(),
     }
 
 
@@ -52,9 +58,9 @@ for make in ("dup", "split"):
         got = np.zeros(3)
         keep += [d.Bcast_init(box, root=half), d.Send_init(out, peer, 9),
                  d.Recv_init(got, peer, 9)]
-    core = d._core
+    core, n = d._core, d.Get_size()
     d.Free()
-    for name, call in calls_on(d).items():
+    for name, call in calls_on(d, n).items():
         try:
             call()
         except CommError as exc:
@@ -62,6 +68,7 @@ for make in ("dup", "split"):
             refused += 1
         else:
             raise AssertionError(f"{make}: {name} on a freed communicator went ahead")
+    assert d.Get_name() == "MPI_COMM_NULL", d.Get_name()  # as mpi4py's
     for rnd in range(2):  # the requests made before the Free: started after it, twice
         if make == "dup":
             box[:] = 7.0 + rnd if rank == half else -1.0
