@@ -79,7 +79,8 @@ class CollectiveMethods:
     def _native(self, name: str, *args):
         """A call on a communicator inside one cluster: the native one, waited politely."""
         core = self._core
-        core.check_live(name[0].upper() + name[1:])
+        if core.freed:
+            core.check_live(name[0].upper() + name[1:])
         core.engine.check()
         if core.pending:
             core.flush()
@@ -90,7 +91,8 @@ class CollectiveMethods:
 
     def _inative(self, name: str, *args) -> BridgedRequest:
         core = self._core
-        core.check_live(name)
+        if core.freed:
+            core.check_live(name)
         core.engine.check()
         op = Op()
         op.start([getattr(core.collective.local, name)(*args)])

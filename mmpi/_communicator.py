@@ -69,7 +69,7 @@ class Core:
         self.theirs = tuple(r for r in range(self.size) if coll.local_of[r] < 0)
         self.contiguous = _consecutive(self.mine) and _consecutive(self.theirs)
         self.calls = 0  # collective calls completed on this communicator
-        # small blocking Barrier, Bcast, Allreduce compiled (_collectives.compiled.front):
+        # small blocking Barrier, Bcast, Allreduce, Reduce compiled (_collectives.compiled):
         # None until the first compiled one, then the front or False
         self.front = None
         self.call_name = ""  # the collective call in progress, for errors
@@ -212,12 +212,10 @@ class Core:
 
     def _release_soon(self) -> None:
         e = self.engine
-        if self.persistent and not e.finalized:
+        if (self.persistent or self.busy()) and not e.finalized:
             e.retired(self.coll.id, self.calls)  # in case finalize comes before the release
-            return
-        if self.busy() and not e.finalized:
-            e.retired(self.coll.id, self.calls)  # in case finalize comes before the release
-            e.background.append(self._release_when_idle)
+            if not self.persistent:  # else the last one's `hold(-1)` calls again
+                e.background.append(self._release_when_idle)
             return
         self.release()
 

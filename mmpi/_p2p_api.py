@@ -110,7 +110,7 @@ class PointToPointMethods:
         return self._send_tag(tag, call)
 
     def _live(self, call: str):
-        """The engine, if `call` may run (else `_refuse`)."""
+        """The engine, if `call` may run on this communicator (else raise why not)."""
         return self._core.check_live(call)
 
     # -- buffer forms --------------------------------------------------------------------

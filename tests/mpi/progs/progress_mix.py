@@ -86,7 +86,7 @@ for rounds in range(5):
     if not (inn == np.arange(big // 8) + peer).all():
         errors.append("Irecv: wrong data")
 
-t = _progress._thread
+t = _progress.GATE.thread
 passes = (t.passes, t.moved) if t is not None else (0, 0)
 leader = _bootstrap.engine().local_rank == 0
 if (mode == "all" or (mode == "leaders" and leader)) and not (_progress.running()
