@@ -72,8 +72,13 @@ def wait_for_end(
     shutdown_grace: float,
     failure_grace: float,
     checks: Sequence[Check] = (),
+    settled: Callable[[], bool] | None = None,
 ) -> list[Failure]:
-    """Wait until the job succeeds ([]) or fails (every failure within the grace period)."""
+    """Wait until the job succeeds ([]) or fails (every failure within the grace period).
+
+    The grace period ends early once every job has ended, or once `settled()` says that no
+    cluster can fail by itself any more.
+    """
     clusters = [j for j in jobs if j.launch.role == CLUSTER]
     forwarders = [j for j in jobs if j.launch.role == FORWARDER]
     forwarder_gone_at: float | None = None
@@ -90,9 +95,9 @@ def wait_for_end(
                 first_failure_at = first_failure_at or now
         if failures:
             # Give the others a moment to fail by themselves: the cause may be among them.
-            if now - first_failure_at >= failure_grace or all(
-                j.proc.returncode is not None for j in jobs
-            ):
+            if (now - first_failure_at >= failure_grace
+                    or all(j.proc.returncode is not None for j in jobs)
+                    or (settled is not None and settled())):
                 return failures
             time.sleep(POLL_INTERVAL)
             continue
@@ -121,6 +126,18 @@ def wait_for_end(
                 )
                 return [Failure(what, _status.NOT_BRIDGED, job)]
         time.sleep(POLL_INTERVAL)
+
+
+def settled(jobs: list[Job], watch: rank_watch.RankWatch) -> Callable[[], bool]:
+    """Whether no cluster can fail by itself any more: each has exited, or each of its ranks
+    has finished its program (the watch heard "done") and waits in MPI_Finalize."""
+    clusters = [j for j in jobs if j.launch.role == CLUSTER]
+
+    def check() -> bool:
+        finished = watch.finished_clusters()
+        return all(j.proc.returncode is not None or j.launch.name in finished for j in clusters)
+
+    return check
 
 
 def departures(jobs: list[Job], watch: rank_watch.RankWatch) -> Check:

@@ -17,6 +17,9 @@ Rules:
 - A rank about to call MPI_Abort (mmpi's except and exit hooks) says so first. It, and every
   rank that leaves after such a notice (Hydra kills an aborting rank's cluster-mates), is left
   to Hydra's report, which says why; only departures before any abort count.
+- A rank whose program has finished says "done" as it starts to finalize: a cluster all of
+  whose ranks said so can fail only as a consequence of another (`finished_clusters`), so the
+  runner need not wait for it to fail by itself.
 - One thread blocked in `select`, woken by the ranks or by `close`; no polling. Its sockets
   are not inherited by the jobs it starts (PEP 446), so only the ranks hold their ends.
 """
@@ -130,6 +133,7 @@ class RankWatch:
         self._thread: threading.Thread | None = None
         self._secret = ""
         self._abort_seen = False  # some rank said it calls MPI_Abort
+        self._done: set[tuple[str, int]] = set()  # (cluster, local) of ranks that said "done"
 
     def start(self) -> None:
         """Listen, publish the addresses in the rendezvous directory, start the thread."""
@@ -163,6 +167,18 @@ class RankWatch:
         """
         with self._lock:
             return list(self._departed)
+
+    def finished_clusters(self) -> set[str]:
+        """The clusters every rank of which has finished its program ("done").
+
+        None while a forwarder has left unannounced: that departure is for the runner to
+        weigh. Ranks waiting in MPI_Finalize may still fail, but only as consequences.
+        """
+        with self._lock:
+            if any(d.forwarder for d in self._departed):
+                return set()
+            return {c for c, (_, n) in self.clusters.items() if c != W.FORWARDER
+                    and all((c, local) in self._done for local in range(n))}
 
     def close(self) -> None:
         """Stop the thread and close every socket (idempotent)."""
@@ -264,6 +280,9 @@ class RankWatch:
                 return
             elif line + b"\n" == W.ABORT:
                 conn.aborting = self._abort_seen = True
+            elif line + b"\n" == W.DONE and conn.rank[0] != W.FORWARDER:
+                with self._lock:
+                    self._done.add(conn.rank[:2])
         if len(conn.buf) > W.MAX_LINE:
             self._drop(sel, conn)
 

@@ -44,7 +44,7 @@ from . import _diagnose, _dvm, _readers, _status, hygiene
 from . import _watch as rank_watch
 from ._console import Console, keep_log, open_log
 from ._diagnose import JobEnd
-from ._supervise import Failure, Job, departures, separate_worlds, wait_for_end
+from ._supervise import Failure, Job, departures, separate_worlds, settled, wait_for_end
 from .plan import Launch, Plan
 
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
@@ -124,7 +124,7 @@ def run(
                 if watch is not None:
                     checks.append(departures(jobs, watch))
                 failures = wait_for_end(jobs, early_exit_grace, shutdown_grace, failure_grace,
-                                        checks)
+                                        checks, settled(jobs, watch) if watch is not None else None)
             status = 0
         except KeyboardInterrupt:
             failures = [Failure("interrupted", _status.INTERRUPTED)]

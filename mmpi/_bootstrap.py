@@ -228,6 +228,8 @@ def _wait_control(ctrl, tag: int, timeout: float, cluster: str,
 def finalize() -> None:
     """Leave the bridge cleanly (idempotent); runs at exit before mpi4py's MPI_Finalize."""
     if _engine is not None and not _engine.finalized:
+        if _membership is not None:  # mmpi-run need not wait for this rank to fail by itself
+            _membership.finishing()
         _progress.stop()
         _save_monitor()
         _engine.finalize()

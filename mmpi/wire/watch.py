@@ -9,6 +9,7 @@ learns at once that a rank left, and whether it had finalized first::
     rank -> mmpi-run   "CLUSTER LOCAL PID PROOF\n"   PROOF = proof.prove(secret, WATCH, NONCE,
                                                                           CLUSTER, LOCAL, PID)
     mmpi-run -> rank   "ok\n"
+    rank -> mmpi-run   "done\n"  when its program has finished and it starts to finalize
     rank -> mmpi-run   "bye\n"  once the rank has finalized; then it closes the socket
     rank -> mmpi-run   "abort\n"  instead, as soon as it knows it will call MPI_Abort: Hydra
                                  will report it, and better (the exception, the sys.exit
@@ -41,6 +42,7 @@ from . import rendezvous as R
 GREETING = "mmpi-watch 1"
 OK = b"ok\n"
 BYE = b"bye\n"
+DONE = b"done\n"
 ABORT = b"abort\n"
 MAX_LINE = 512  # bytes: a longer line is not ours
 FORWARDER = "fwd"  # the "cluster" a forwarder registers as (its index is its local rank)
@@ -87,6 +89,13 @@ class Membership:
         """Say that this rank is about to call MPI_Abort (the socket stays open)."""
         try:
             self.sock.sendall(ABORT)
+        except OSError:
+            pass
+
+    def finishing(self) -> None:
+        """Say that the program has finished and this rank starts to finalize."""
+        try:
+            self.sock.sendall(DONE)
         except OSError:
             pass
 

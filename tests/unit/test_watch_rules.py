@@ -28,14 +28,15 @@ from mmpi.wire import watch as W
 
 CLUSTERS = {"low": (0, 2), "high": (2, 2)}
 
-# A rank: register as (cluster, local), print "ready <pid>", then leave as argv[3] says.
+# A rank: register as (cluster, argv[4] or 1), print "ready <pid>", then leave as argv[3] says.
 RANK = """
 import os, signal, subprocess, sys, time
 from pathlib import Path
 from mmpi.wire import watch
 rdv, cluster, how = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-m = watch.register(rdv, cluster, 1, os.getpid())
-(rdv / f"rank.{cluster}.1.pid").write_text(f"{os.getpid()} 3")  # as a rank that joined
+local = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+m = watch.register(rdv, cluster, local, os.getpid())
+(rdv / f"rank.{cluster}.{local}.pid").write_text(f"{os.getpid()} 3")  # as a rank that joined
 child = subprocess.Popen(["sleep", "30"]) if how == "child" else None
 print("ready", os.getpid(), child.pid if child else 0, flush=True)
 if how == "bye":
@@ -48,13 +49,16 @@ if how == "abort":  # what the except hook does before MPI_Abort
     os._exit(1)
 if how == "abort-slowly":  # the except hook printing a long traceback
     m.aborting()
+if how == "done":  # the program has finished; MPI_Finalize waits for the others
+    m.finishing()
 time.sleep(30)  # "kill", "child": SIGKILLed by the test
 """
 
 
-def rank(rdv: Path, how: str, cluster: str = "high") -> tuple[subprocess.Popen, list[int]]:
-    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RANK), str(rdv), cluster, how],
-                         stdout=subprocess.PIPE, text=True)
+def rank(rdv: Path, how: str, cluster: str = "high",
+         local: int = 1) -> tuple[subprocess.Popen, list[int]]:
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RANK), str(rdv), cluster, how,
+                          str(local)], stdout=subprocess.PIPE, text=True)
     line = p.stdout.readline().split()
     assert line[0] == "ready", line
     return p, [int(x) for x in line[1:]]
@@ -147,6 +151,39 @@ def test_ranks_that_leave_after_an_abort_notice_are_its_consequences(watch):
     finally:
         os.kill(pid, signal.SIGKILL)
         aborting.wait()
+
+
+@pytest.mark.timeout(30)
+def test_a_cluster_is_finished_once_every_rank_said_done(tmp_path):
+    # The runner stops waiting for a cluster to fail by itself once every rank of it has
+    # finished its program; a rank still in it keeps its cluster from being finished.
+    w = RankWatch(R.make_dir(str(tmp_path)), {"low": (0, 2), "high": (2, 2)}, forwarders=1)
+    w.start()
+    procs = []
+    try:
+        procs.append(rank(w.rendezvous, "done", "low", 0))
+        procs.append(rank(w.rendezvous, "kill", "high", 0))
+        procs.append(rank(w.rendezvous, "done", "high", 1))
+        time.sleep(0.2)
+        assert w.finished_clusters() == set()  # low:1 has not said it
+        procs.append(rank(w.rendezvous, "done", "low", 1))
+        deadline = time.monotonic() + 2
+        while not w.finished_clusters() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert w.finished_clusters() == {"low"}
+        forwarder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RANK),
+                                      str(w.rendezvous), W.FORWARDER, "os-exit", "0"],
+                                     stdout=subprocess.PIPE, text=True)
+        assert forwarder.stdout.readline().startswith("ready")
+        forwarder.wait()
+        assert departed(w)[0].forwarder
+        assert w.finished_clusters() == set()  # a forwarder gone: the runner weighs that
+    finally:
+        for p, (pid, _) in procs:
+            if p.poll() is None:
+                os.kill(pid, signal.SIGKILL)
+            p.wait()
+        w.close()
 
 
 @pytest.mark.timeout(30)
