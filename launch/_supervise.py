@@ -129,8 +129,11 @@ def wait_for_end(
 
 
 def settled(jobs: list[Job], watch: rank_watch.RankWatch) -> Callable[[], bool]:
-    """Whether no cluster can fail by itself any more: each has exited, or each of its ranks
-    has finished its program (the watch heard "done") and waits in MPI_Finalize."""
+    """Whether no cluster can fail by itself any more.
+
+    Each has exited, or each of its ranks has finished its program (the watch heard "done")
+    and waits in MPI_Finalize.
+    """
     clusters = [j for j in jobs if j.launch.role == CLUSTER]
 
     def check() -> bool:
