@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from launch import detect_mpi, hygiene, openmpi_env
+from launch import detect_mpi, hygiene, launcher, openmpi_env
 
 from . import loggp, report, targets
 from ._catalog import BENCHES, MARKER
@@ -344,7 +344,7 @@ def _mmpi_run_cmd() -> list[str]:
 
 
 def _mpiexec() -> str:
-    exe = shutil.which("mpiexec")
+    exe = shutil.which(launcher("mpiexec"))
     if not exe:
         raise BenchError("mpiexec is not on PATH: install the mpich wheel (pip install mpich) "
                          "or a system MPI")

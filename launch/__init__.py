@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._command import launcher
 from ._dvm import DVMError
 from ._dvm import running as openmpi_dvm
 from ._openmpi import detect as detect_mpi
@@ -12,6 +13,7 @@ from .plan import Launch, Plan, make_plan
 from .runner import LaunchError, run
 
 __all__ = [
+    "launcher",
     "Config",
     "ConfigError",
     "Host",

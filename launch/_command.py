@@ -6,13 +6,20 @@ host's files and PATH are theirs), mmpi-run looks first, as the shell would, and
 the shell's statuses: 127 for a command not found, 126 for one that is not executable. A
 Python file named as the command gets the fix: run it with `python`. Pure but for the file
 system lookups; nothing is started.
+
+The launcher itself: a bare `mpiexec` (the default) is the one installed with this Python (the
+`mpich` wheel's, beside mmpi-run) where there is one, before whatever `mpiexec` comes first on
+PATH: another MPI's would not match the library mpi4py loads, and a wrapper such as pyenv's
+shim costs a shell script per job.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sysconfig
 from collections.abc import Sequence
+from pathlib import Path
 
 from ._status import NOT_EXECUTABLE, NOT_FOUND
 
@@ -40,4 +47,12 @@ def check(command: Sequence[str], cwd: str | None = None) -> tuple[int, str] | N
     return NOT_FOUND, f"cannot run {name!r}: command not found on PATH{hint}"
 
 
-__all__ = ["check"]
+def launcher(command: str) -> str:
+    """`command`, or for a bare `mpiexec` the one installed beside this Python if any."""
+    if command != "mpiexec":
+        return command
+    beside = Path(sysconfig.get_path("scripts")) / command
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else command
+
+
+__all__ = ["check", "launcher"]

@@ -7,6 +7,7 @@ for death by signal N, and a few of mmpi-run's own.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import socket
@@ -145,6 +146,8 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
         mpi4py_hook=args.mpi4py_hook, rank_map=args.rank_map, monitor=args.monitor,
         progress=args.progress,
     )
+    config = dataclasses.replace(config, launcher=dataclasses.replace(
+        config.launcher, command=_command.launcher(config.launcher.command)))
     mpi = _openmpi.detect(config.launcher.command, config.launcher.mpi)
     if args.dry_run:
         sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER, mpi=mpi).describe())

@@ -9,13 +9,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from launch import hygiene
+from launch import hygiene, launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGS = ROOT / "tests" / "mpi" / "progs"
@@ -86,9 +87,14 @@ RANK_PATHS = [pytest.param("compiled", marks=pytest.mark.skipif(
 
 
 def mmpi_run_cmd() -> list[str]:
-    """The launcher: the installed console script when present, else the module."""
-    exe = shutil.which("mmpi-run")
+    """The launcher: the installed console script (beside this Python first: not a wrapper
+    such as pyenv's shim) when present, else the module."""
+    beside = Path(sysconfig.get_path("scripts")) / "mmpi-run"
+    exe = str(beside) if beside.is_file() else shutil.which("mmpi-run")
     return [exe] if exe else [sys.executable, "-m", "launch"]
+
+
+MPIEXEC = launcher("mpiexec")  # the one mmpi-run starts its jobs with
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -141,7 +147,7 @@ def native():
 
     def run(prog: str, *args: str, n: int = 4, timeout: float = 120,
             env: dict | None = None) -> Job:
-        cmd = ["mpiexec", "-n", str(n), sys.executable, str(PROGS / prog), *args]
+        cmd = [MPIEXEC, "-n", str(n), sys.executable, str(PROGS / prog), *args]
         return _run(cmd, timeout, env)
 
     return run

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import _run, mmpi_run_cmd
+from conftest import MPIEXEC, _run, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi
 PROGS = Path(__file__).parent / "progs"
@@ -28,7 +28,7 @@ _NATIVE: dict = {}  # (program, ranks, args) -> its native job: the same whateve
 def _native(prog: str, n: int, *args: str):
     key = (prog, n, args)
     if key not in _NATIVE:
-        _NATIVE[key] = _run(["mpiexec", "-n", str(n), sys.executable, str(PROGS / prog), *args],
+        _NATIVE[key] = _run([MPIEXEC, "-n", str(n), sys.executable, str(PROGS / prog), *args],
                             120)
     return _NATIVE[key]
 
@@ -115,7 +115,7 @@ def test_mpi4py_futures_pool_and_comm_executors(low, high):
     # intercommunicator), and MPICommExecutor inside a program
     prog = str(PROGS / "futures.py")
     for args in (["-m", "mpi4py.futures", prog], [prog, "--comm"]):
-        native = _run(["mpiexec", "-n", str(low + high), sys.executable, *args], 120)
+        native = _run([MPIEXEC, "-n", str(low + high), sys.executable, *args], 120)
         assert native.returncode == 0, native.output[-3000:]
         bridged = _run([*mmpi_run_cmd(), "--low", str(low), "--high", str(high),
                         sys.executable, *args], 150)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 
 import pytest
-from conftest import ROOT
+from conftest import MPIEXEC, ROOT
 
 pytestmark = pytest.mark.mpi
 FLOOR = ROOT / "benchmarks" / "floor"
@@ -38,7 +38,7 @@ def compiled(tmp_path):
 
 def _mpiexec(*args):
     """Start an mpiexec job in its own process group (so it can be stopped whole)."""
-    return subprocess.Popen(["mpiexec", *map(str, args)], stdout=subprocess.PIPE,
+    return subprocess.Popen([MPIEXEC, *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 

@@ -8,14 +8,14 @@ import re
 import sys
 
 import pytest
-from conftest import PROGS, RELAYS, ROOT, _run
+from conftest import MPIEXEC, PROGS, RELAYS, ROOT, _run
 
 pytestmark = pytest.mark.mpi
 
 
 def _fake(n: int, *args: str, timeout: float = 90, relay: str = "auto"):
     env = {"PYTHONPATH": f"{PROGS}:{ROOT}", "MMPI_RELAY": relay}
-    return _run(["mpiexec", "-n", str(n), sys.executable, str(PROGS / "relay_rules.py"),
+    return _run([MPIEXEC, "-n", str(n), sys.executable, str(PROGS / "relay_rules.py"),
                  *args], timeout, env)
 
 

@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from conftest import PROGS, ROOT, mmpi_run_cmd
+from conftest import MPIEXEC, PROGS, ROOT, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi
 
@@ -144,10 +144,10 @@ def test_ranks_detect_a_lost_forwarder_by_themselves(tmp_path, mode):
     marker = f"fault-{uuid.uuid4().hex[:10]}"
     env = dict(os.environ, MMPI_RENDEZVOUS=str(rdv))
     prog = [sys.executable, str(PROGS / "faults.py"), mode, "1", marker]
-    fwd = subprocess.Popen(["mpiexec", "-n", "1", sys.executable, "-m", "forwarder",
+    fwd = subprocess.Popen([MPIEXEC, "-n", "1", sys.executable, "-m", "forwarder",
                             "--rendezvous", str(rdv), marker], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
-    jobs = [subprocess.Popen(["mpiexec", "-n", "2", *prog], env=dict(env, MMPI_CLUSTER=c),
+    jobs = [subprocess.Popen([MPIEXEC, "-n", "2", *prog], env=dict(env, MMPI_CLUSTER=c),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              cwd=ROOT) for c in ("low", "high")]
     t0 = time.monotonic()

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import PROGS, ROOT, mmpi_run_cmd
+from conftest import MPIEXEC, PROGS, ROOT, mmpi_run_cmd
 
 pytestmark = pytest.mark.mpi
 
@@ -35,10 +35,10 @@ def _manual_job(tmp_path, *, order, delays, prog_args, extra_env=None, before_cl
     rdv = make_dir(str(tmp_path))
     env = dict(os.environ, MMPI_RENDEZVOUS=str(rdv), **(extra_env or {}))
     argv = {
-        "fwd": ["mpiexec", "-n", "1", sys.executable, "-m", "forwarder", "--rendezvous",
+        "fwd": [MPIEXEC, "-n", "1", sys.executable, "-m", "forwarder", "--rendezvous",
                 str(rdv), "--connect-timeout", "30"],
-        "low": ["mpiexec", "-n", "2", *prog_args],
-        "high": ["mpiexec", "-n", "1", *prog_args],
+        "low": [MPIEXEC, "-n", "2", *prog_args],
+        "high": [MPIEXEC, "-n", "1", *prog_args],
     }
     procs = {}
     try:
@@ -73,7 +73,7 @@ def test_stranger_is_refused_and_the_job_runs(tmp_path, mode):
         deadline = time.monotonic() + 20
         while not port.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        p = _start(["mpiexec", "-n", "1", sys.executable, str(PROGS / "stranger.py"),
+        p = _start([MPIEXEC, "-n", "1", sys.executable, str(PROGS / "stranger.py"),
                     str(port), mode], env)
         time.sleep(1.0)  # let it be first in line on the low port
         return p
@@ -99,7 +99,7 @@ def _stranger_at(port_name: str, *args: str):
         deadline = time.monotonic() + 20
         while not port.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        p = _start(["mpiexec", "-n", "1", sys.executable, str(PROGS / "stranger.py"),
+        p = _start([MPIEXEC, "-n", "1", sys.executable, str(PROGS / "stranger.py"),
                     str(port), *args], env)
         time.sleep(1.0)  # let it be first in line on that port
         return p

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-MPIEXEC = shutil.which("mpiexec")
+from launch import launcher
+
+MPIEXEC = shutil.which(launcher("mpiexec"))
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [

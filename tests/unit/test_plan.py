@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 from plans import DIR, PY, clusters, error_of, plan_for
 
+from launch import launcher
 from launch.cli import main
 from launch.config import load
 from launch.plan import CLUSTER, FORWARDER, PREPEND_PATTERN, Launch, Plan, make_plan
@@ -233,7 +235,8 @@ def test_dry_run(capsys, tmp_path, monkeypatch):
     assert err == ""
     assert "--rendezvous '<rendezvous-dir>' --index 1" in out
     assert "MMPI_RENDEZVOUS='<rendezvous-dir>'" in out
-    assert "  $ mpiexec -n 3 -prepend-pattern $'\\x1f[%r] ' python prog.py -x\n" in out
+    mpiexec = shlex.quote(launcher("mpiexec"))  # the one beside this Python
+    assert f"  $ {mpiexec} -n 3 -prepend-pattern $'\\x1f[%r] ' python prog.py -x\n" in out
     assert "MMPI_FORWARDERS=2" in out
     assert f"    PYTHONPATH={STARTUP}" in out and "    MMPI_MPI4PY_HOOK=1\n" in out
     assert list(tmp_path.iterdir()) == []  # no rendezvous directory was made
