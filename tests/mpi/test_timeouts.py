@@ -24,7 +24,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.timeout(90)
 def test_a_timed_out_bridged_job_leaves_no_process(bridged, tmp_path):
     with pytest.raises(pytest.fail.Exception, match="timed out"):
-        bridged("hang.py", str(tmp_path), low=1, high=1, timeout=10)
+        bridged("hang.py", str(tmp_path), low=1, high=1, timeout=6)
     pids = [int(p.read_text()) for p in sorted(tmp_path.glob("*.pid"))]
     assert len(pids) == 3, sorted(p.name for p in tmp_path.iterdir())  # 2 ranks, 1 forwarder
     deadline = time.monotonic() + 10
