@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.mpi
 
-SECONDS = float(os.environ.get("MMPI_FUZZ_SECONDS", "6"))
+SECONDS = float(os.environ.get("MMPI_FUZZ_SECONDS", "4"))
 SEEDS = [int(s) for s in os.environ.get("MMPI_FUZZ_SEEDS", "").split(",") if s]
 LAYOUTS = [(2, 2, ()), (1, 3, ()), (3, 2, ()), (2, 2, ("--forwarders", "2"))]
 LIMIT = SECONDS * 4 + 120  # a hang fails; a slow machine does not
