@@ -21,6 +21,10 @@ from launch import hygiene, launcher
 ROOT = Path(__file__).resolve().parent.parent
 PROGS = ROOT / "tests" / "mpi" / "progs"
 
+# Every rank imports numpy, whose OpenBLAS starts a thread per core that spins a while: on the
+# suite's shared cores that is CPU the jobs' own processes wait for (no test uses BLAS).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 @dataclass
 class Job:
