@@ -281,18 +281,15 @@ out:
 #define SCRATCH (64 * 1024 + ENVELOPE_SIZE)
 static char scratch[SCRATCH];
 
-static PyObject *drain(PyObject *self, PyObject *args) {
-    unsigned long long comm;
-    PyObject *contexts = Py_None;
-    if (!PyArg_ParseTuple(args, "K|O", &comm, &contexts)) return NULL;
-    if (contexts != Py_None && !PyDict_Check(contexts))
-        return PyErr_Format(PyExc_TypeError, "_mmpi_crank.drain: contexts must be a dict");
+/* Every message waiting on `comm`: None if none, else the list of those left to Python (see
+ * drain's doc), empty if posted receives took them all here. */
+static PyObject *drain_comm(MPI_Comm comm, PyObject *contexts) {
     PyObject *got = NULL;
     for (;;) {
         int flag = 0, count = 0, rc;
         MPI_Message msg;
         MPI_Status st;
-        rc = MPI_Improbe(0, MPI_ANY_TAG, (MPI_Comm)comm, &flag, &msg, &st);
+        rc = MPI_Improbe(0, MPI_ANY_TAG, comm, &flag, &msg, &st);
         if (rc != MPI_SUCCESS) {
             Py_XDECREF(got);
             return crank_mpi_error("MPI_Improbe", rc);
@@ -348,6 +345,74 @@ static PyObject *drain(PyObject *self, PyObject *args) {
     return got;
 }
 
+static PyObject *drain(PyObject *self, PyObject *args) {
+    unsigned long long comm;
+    PyObject *contexts = Py_None;
+    if (!PyArg_ParseTuple(args, "K|O", &comm, &contexts)) return NULL;
+    if (contexts != Py_None && !PyDict_Check(contexts))
+        return PyErr_Format(PyExc_TypeError, "_mmpi_crank.drain: contexts must be a dict");
+    return drain_comm((MPI_Comm)comm, contexts);
+}
+
+/* Whether ops[*k:] are all done (op.done is True), moving *k past those that are: 1; 0 if
+ * one still waits for its message; 2 if one has its message but is not done (its poll, in
+ * Python, must advance it); -1 on error. */
+static int ops_done(PyObject *ops, Py_ssize_t *k) {
+    for (; *k < PyList_GET_SIZE(ops); (*k)++) {
+        PyObject *op = PyList_GET_ITEM(ops, *k), *d = cpost_get(op, s_done), *m = NULL;
+        if (!d) return -1;
+        int done = d == Py_True;
+        Py_DECREF(d);
+        if (done) continue;
+        if (!(m = cpost_get(op, s_matched))) return -1;
+        int matched = m == Py_True;
+        Py_DECREF(m);
+        return matched ? 2 : 0;
+    }
+    return 1;
+}
+
+/* wait_ops(comm, contexts, ops, rounds): Engine.wait_plain's rounds (the reference is its
+ * Python loop: pull_links, then the ops' test): drain `comm` completing posted receives here,
+ * until every op of the list `ops` is done, a message is left to Python, or `rounds` rounds
+ * found nothing (each then yields the CPU, without the GIL). (done, heard, messages): whether
+ * all are done, whether anything came, and what drain leaves to Python (None if nothing). */
+static PyObject *wait_ops(PyObject *self, PyObject *args) {
+    unsigned long long comm;
+    PyObject *contexts, *ops;
+    int rounds, heard = 0, all = 0;
+    if (!PyArg_ParseTuple(args, "KO!O!i", &comm, &PyDict_Type, &contexts, &PyList_Type, &ops,
+                          &rounds))
+        return NULL;
+    Py_ssize_t k = 0;
+    PyObject *left = NULL;
+    for (int idle = 0; idle < rounds;) {
+        PyObject *got = drain_comm((MPI_Comm)comm, contexts);
+        if (!got) return NULL;
+        int came = got != Py_None;
+        if (came) {
+            heard = 1;
+            if (PyList_GET_SIZE(got)) { /* Python's to hand on, in order, before anything else */
+                left = got;
+                break;
+            }
+        }
+        Py_DECREF(got);
+        int state = ops_done(ops, &k);
+        if (state < 0) return NULL;
+        all = state == 1;
+        if (state) break;
+        if (!came) {
+            idle++;
+            Py_BEGIN_ALLOW_THREADS
+            sched_yield();
+            Py_END_ALLOW_THREADS
+        }
+    }
+    return Py_BuildValue("(NNN)", PyBool_FromLong(all), PyBool_FromLong(heard),
+                         left ? left : Py_NewRef(Py_None));
+}
+
 static PyObject *wait_link(PyObject *self, PyObject *args) {
     unsigned long long comm;
     int rounds, flag = 0, rc = MPI_SUCCESS;
@@ -386,6 +451,10 @@ static PyMethodDef methods[] = {
      "process (_cpost.c)."},
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
     {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
+    {"wait_ops", wait_ops, METH_VARARGS,
+     "wait_ops(comm, contexts, ops, rounds): drain `comm` (posted receives completed here) "
+     "until every op of `ops` is done, a message is left to Python, or `rounds` rounds found "
+     "nothing; (all done, anything came, the messages left to Python or None)."},
     {"drain", drain, METH_VARARGS,
      "drain(comm, contexts=None): [(tag, bytearray, src, user tag, context), ...] of every "
      "message waiting on `comm` (src -1 but for plain eager ones), or None if none came; "

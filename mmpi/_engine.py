@@ -205,16 +205,11 @@ class Engine:
         did = False
         if self.fast is not None:  # the same, each link's messages in one call (_crank.c)
             # what a posted receive takes whole, drain completes itself
-            drain, plain, contexts = self.fast.drain, self.p2p.on_plain, self.contexts
+            drain, contexts = self.fast.drain, self.contexts
             for i, handle in enumerate(self.handles):
                 got = drain(handle, contexts)
                 if got is not None:
-                    self.heard[i] = time.monotonic()
-                    for tag, buf, src, utag, cid in got:
-                        if src < 0:
-                            self.on_forwarded(i, buf, tag)
-                        else:  # a plain eager message, its envelope read in C
-                            plain(i, buf, src, utag, cid)
+                    self._hand_on(i, got)
                     did = True
             return did
         st = self._status
@@ -229,6 +224,31 @@ class Engine:
                 self.on_forwarded(i, buf, st.Get_tag())
                 did = True
         return did
+
+    def _hand_on(self, link: int, got: list) -> None:
+        """What the compiled drain of `link` left to Python, in order."""
+        self.heard[link] = time.monotonic()
+        plain = self.p2p.on_plain
+        for tag, buf, src, utag, cid in got:
+            if src < 0:
+                self.on_forwarded(link, buf, tag)
+            else:  # a plain eager message, its envelope read in C
+                plain(link, buf, src, utag, cid)
+
+    def wait_plain(self, ops: list) -> None:
+        """The first rounds of a wait for `ops` (receives from the other cluster), in C
+        (`wait_ops`) while posted receives take whole what comes; what it leaves to Python
+        is handed on. The wait proper (`wait_for`: back-off, liveness) does the rest."""
+        if self.fast is None or self.nfwd != 1 or self._fan.held or self.broken is not None:
+            return
+        wait, handle, contexts = self.fast.wait_ops, self.handles[0], self.contexts
+        while True:
+            _, heard, got = wait(handle, contexts, ops, _BATCH * len(_FIRST_BATCHES))
+            if heard:
+                self.heard[0] = time.monotonic()
+            if got is None:  # all done, or the idle rounds ran out
+                return
+            self._hand_on(0, got)
 
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """Hand a message from forwarder `link` to whoever it is for."""

@@ -17,7 +17,7 @@ from .wire import compiled
 CHOICES = ("auto", "compiled", "python")
 
 _crank, WHY_NOT = compiled.load("_mmpi_crank", MPI.Get_library_version())
-if _crank is not None and not getattr(_crank, "DRAIN_COMPLETES", 0):  # built by an older mmpi
+if _crank is not None and not hasattr(_crank, "wait_ops"):  # built by an older mmpi
     _crank, WHY_NOT = None, "built by an older mmpi (reinstall it)"
 
 

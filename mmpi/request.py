@@ -288,9 +288,12 @@ def _bridged_waitall(reqs: list) -> bool:
     """Waitall of bridged requests, no statuses: the commonest (a window of receives)."""
     for r in reqs:
         if not (r._op.done or r._consumed):
-            # receives from the other cluster alone: the first rounds watch the links only
-            _wait_native(_all_done(reqs), all([q._op.remote or q._op.done or q._consumed
-                                               for q in reqs]))
+            # receives from the other cluster alone: the first rounds watch the links only,
+            # in C where they can (Engine.wait_plain)
+            remote = all([q._op.remote or q._op.done or q._consumed for q in reqs])
+            if remote and _engine is not None:
+                _engine.wait_plain([q._op for q in reqs if not (q._op.done or q._consumed)])
+            _wait_native(_all_done(reqs), remote)
             break
     error = None
     for r in reqs:
