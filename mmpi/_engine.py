@@ -236,9 +236,11 @@ class Engine:
                 plain(link, buf, src, utag, cid)
 
     def wait_plain(self, ops: list) -> None:
-        """The first rounds of a wait for `ops` (receives from the other cluster), in C
-        (`wait_ops`) while posted receives take whole what comes; what it leaves to Python
-        is handed on. The wait proper (`wait_for`: back-off, liveness) does the rest."""
+        """The first rounds of a wait for `ops` (receives from the other cluster), in C.
+
+        `wait_ops` drains while posted receives take whole what comes; what it leaves to
+        Python is handed on. The wait proper (`wait_for`: back-off, liveness) does the rest.
+        """
         if self.fast is None or self.nfwd != 1 or self._fan.held or self.broken is not None:
             return
         wait, handle, contexts = self.fast.wait_ops, self.handles[0], self.contexts
