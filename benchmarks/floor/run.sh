@@ -15,6 +15,8 @@
 #                                                through a C relay (pairs.c), then `mmpi-bench pairs`
 #   bash benchmarks/floor/run.sh rate [ROUNDS]   message rate, 8 B - 4 KiB, 1 and 2 pairs through
 #                                                the C relay (pairs.c), then `mmpi-bench rate`
+#                                                with 1 and with 2 pairs a side (the rows of the
+#                                                larger job's single pair have idle ranks)
 #
 # Rounds alternate the C floor with mmpi-bench, so both see the same stretch of the machine.
 set -e
@@ -130,6 +132,8 @@ rate_rounds() {
       POOL=64 cpairs 1 200 $size
       POOL=64 cpairs 2 100 $size
     done
+    # each pair count in a job of its own size, as the C relay's (osu_mbw_mr runs 2N ranks)
+    bench rate --sizes 8,64,512,4K --pairs 1
     bench rate --sizes 8,64,512,4K --pairs 2
   done
 }
