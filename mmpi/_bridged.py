@@ -141,6 +141,11 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
         return (f"<mmpi.{type(self).__name__} {self._name or '(unnamed)'} rank "
                 f"{core.rank}/{core.size} ({core.engine.cluster})>")
 
+    def _open(self, call: str) -> None:
+        """Refuse `call` once freed, as mpi4py's COMM_NULL does (MPI_ERR_COMM)."""
+        if self._core.freed:
+            self._core.check_open(call)
+
     def Get_rank(self) -> int:
         """Rank of this process in the communicator."""
         core = self._core

@@ -35,10 +35,12 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
     # -- the groups ----------------------------------------------------------------------
     def Get_size(self) -> int:
         """The size of the local group."""
+        self._open("Get_size")
         return len(self._core.local_members)
 
     def Get_rank(self) -> int:
         """The rank of this process in the local group."""
+        self._open("Get_rank")
         return self._core.rank
 
     @property
@@ -53,6 +55,7 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
 
     def Get_group(self):
         """The local group."""
+        self._open("Get_group")
         return BridgedGroup(self._core.local_members, self._core.engine.vrank)
 
     @property
@@ -62,15 +65,17 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
 
     def Get_remote_size(self) -> int:
         """The size of the remote group."""
+        self._open("Get_remote_size")
         return self._core.size
 
     @property
     def remote_size(self) -> int:
         """The size of the remote group."""
-        return self._core.size
+        return self.Get_remote_size()
 
     def Get_remote_group(self):
         """The remote group."""
+        self._open("Get_remote_group")
         return BridgedGroup(self._core.members, self._core.engine.vrank)
 
     @property
@@ -80,21 +85,23 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
 
     def Is_inter(self) -> bool:
         """True: an intercommunicator."""
+        self._open("Is_inter")
         return True
 
     def Is_intra(self) -> bool:
         """False: an intercommunicator."""
+        self._open("Is_intra")
         return False
 
     @property
     def is_inter(self) -> bool:
         """True: an intercommunicator."""
-        return True
+        return self.Is_inter()
 
     @property
     def is_intra(self) -> bool:
         """False: an intercommunicator."""
-        return False
+        return self.Is_intra()
 
     # -- new communicators ---------------------------------------------------------------
     def Dup(self, info=None):
@@ -215,8 +222,7 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
     def _check(self, call: str, flush: bool = True) -> None:
         core = self._core
         core.engine.check()
-        if core.freed and not core.starting:  # (a persistent request made before may start)
-            raise UsageError(f"{call}: the intercommunicator has been freed")
+        core.check_open(call)  # (a persistent request made before may start)
         if flush and core.pending:  # the leaders' messages of the calls before go first
             core.flush()
 

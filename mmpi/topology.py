@@ -181,15 +181,19 @@ class _Neighborhood:
         return self._ncall("neighbor_alltoall",
                            topo.neighbor_objects(c, self._topo, list(sendobj)))
 
+    def _topo_of(self, call: str):
+        self._open(call)  # a freed one is COMM_NULL: no topology
+        return self._topo
+
     @property
     def indegree(self) -> int:
         """Number of source neighbours."""
-        return len(self._topo.sources)
+        return len(self._topo_of("indegree").sources)
 
     @property
     def outdegree(self) -> int:
         """Number of destination neighbours."""
-        return len(self._topo.destinations)
+        return len(self._topo_of("outdegree").destinations)
 
     @property
     def degrees(self) -> tuple[int, int]:
@@ -199,12 +203,12 @@ class _Neighborhood:
     @property
     def inedges(self) -> list[int]:
         """The source neighbours."""
-        return list(self._topo.sources)
+        return list(self._topo_of("inedges").sources)
 
     @property
     def outedges(self) -> list[int]:
         """The destination neighbours."""
-        return list(self._topo.destinations)
+        return list(self._topo_of("outedges").destinations)
 
     @property
     def inoutedges(self) -> tuple[list[int], list[int]]:
@@ -220,27 +224,31 @@ class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
 
     def Get_dim(self) -> int:
         """Number of dimensions."""
+        self._open("Get_dim")
         return len(self._dims)
 
     @property
     def dim(self) -> int:
         """Number of dimensions."""
-        return len(self._dims)
+        return self.Get_dim()
 
     ndim = dim
 
     @property
     def dims(self) -> list[int]:
         """The grid's extent in each dimension."""
+        self._open("dims")
         return list(self._dims)
 
     @property
     def periods(self) -> list[int]:
         """Periodicity of each dimension (1 or 0)."""
+        self._open("periods")
         return [int(p) for p in self._periods]
 
     def Get_topo(self) -> tuple[list[int], list[int], list[int]]:
         """(dims, periods, coords of this rank)."""
+        self._open("Get_topo")
         return self.dims, self.periods, self.Get_coords(self._core.rank)
 
     @property
@@ -255,6 +263,7 @@ class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
 
     def Get_coords(self, rank: int) -> list[int]:
         """Coordinates of `rank`."""
+        self._open("Get_coords")
         rank = as_int(rank, "rank", "Get_coords")
         if not 0 <= rank < self._core.size:
             raise MMPIError(f"Get_coords: rank {rank} is not in the grid")
@@ -262,6 +271,7 @@ class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
 
     def Get_cart_rank(self, coords) -> int:
         """The rank at `coords` (periodic dimensions wrap)."""
+        self._open("Get_cart_rank")
         rank = topo.cart_rank(self._dims, self._periods, [int(x) for x in coords])
         if rank == MPI.PROC_NULL:
             raise MMPIError(f"Get_cart_rank: {list(coords)} is outside the grid {self._dims}")
@@ -269,6 +279,7 @@ class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
 
     def Shift(self, direction: int, disp: int) -> tuple[int, int]:
         """(source, dest) `disp` steps along `direction` (PROC_NULL off an edge)."""
+        self._open("Shift")
         me = topo.cart_coords(self._dims, self._core.rank)
         up, down = list(me), list(me)
         up[direction] += disp
@@ -278,6 +289,7 @@ class Cartcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Cartcomm):
 
     def Sub(self, remain_dims):
         """The sub-grid through this rank that keeps the dimensions `remain_dims` marks."""
+        self._open("Sub")
         keep = [bool(k) for k in remain_dims]
         me = topo.cart_coords(self._dims, self._core.rank)
         color = 0
@@ -298,17 +310,19 @@ class Graphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Graphcomm):
 
     def Get_dims(self) -> tuple[int, int]:
         """(number of nodes, number of edges)."""
+        self._open("Get_dims")
         return len(self._index), len(self._edges)
 
     dims = property(Get_dims, doc="(number of nodes, number of edges)")
-    nnodes = property(lambda self: len(self._index), doc="Number of nodes.")
-    nedges = property(lambda self: len(self._edges), doc="Number of edges.")
-    index = property(lambda self: list(self._index), doc="Cumulative degrees of the nodes.")
-    edges = property(lambda self: list(self._edges), doc="The neighbours of every node.")
+    nnodes = property(lambda self: self.Get_dims()[0], doc="Number of nodes.")
+    nedges = property(lambda self: self.Get_dims()[1], doc="Number of edges.")
+    index = property(lambda self: self.Get_topo()[0], doc="Cumulative degrees of the nodes.")
+    edges = property(lambda self: self.Get_topo()[1], doc="The neighbours of every node.")
 
     def Get_topo(self) -> tuple[list[int], list[int]]:
         """(index, edges)."""
-        return self.index, self.edges
+        self._open("Get_topo")
+        return list(self._index), list(self._edges)
 
     topo = property(Get_topo, doc="(index, edges)")
 
@@ -318,13 +332,16 @@ class Graphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Graphcomm):
 
     def Get_neighbors(self, rank: int) -> list[int]:
         """The neighbours of `rank`."""
+        self._open("Get_neighbors")
         rank = as_int(rank, "rank", "Get_neighbors")
         if not 0 <= rank < len(self._index):
             raise MMPIError(f"Get_neighbors: rank {rank} is not a node of the graph")
         return topo.graph_neighbors(self._index, self._edges, rank)
 
-    nneighbors = property(lambda self: len(self._topo.sources), doc="Number of neighbours.")
-    neighbors = property(lambda self: list(self._topo.sources), doc="This rank's neighbours.")
+    nneighbors = property(lambda self: len(self._topo_of("nneighbors").sources),
+                          doc="Number of neighbours.")
+    neighbors = property(lambda self: list(self._topo_of("neighbors").sources),
+                         doc="This rank's neighbours.")
 
 
 class Distgraphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Distgraphcomm):
@@ -332,10 +349,12 @@ class Distgraphcomm(_Neighborhood, TopologyMethods, _Bridged, MPI.Distgraphcomm)
 
     def Get_dist_neighbors_count(self) -> tuple[int, int, bool]:
         """(indegree, outdegree, weighted)."""
+        self._open("Get_dist_neighbors_count")
         return self.indegree, self.outdegree, self._weights[0] is not None
 
     def Get_dist_neighbors(self):
         """(sources, destinations, (sourceweights, destweights) or None)."""
+        self._open("Get_dist_neighbors")
         w = None if self._weights[0] is None else (list(self._weights[0]),
                                                    list(self._weights[1] or []))
         return self.inedges, self.outedges, w

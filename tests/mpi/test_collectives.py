@@ -188,4 +188,4 @@ def test_a_freed_communicator_refuses_collectives_and_keeps_its_persistent_reque
     # call (the compiled front too); persistent requests made before the Free still run
     job = bridged("freed_comm.py", low=2, high=2, timeout=60, env={"MMPI_RANK_PATH": path})
     assert job.returncode == 0, job.output[-3000:]
-    assert job.stdout.count("FREED OK 36 refused") == 4, job.output[-3000:]
+    assert job.stdout.count("FREED OK 51 refused") == 4, job.output[-3000:]

@@ -6,7 +6,8 @@ collective form named, and the queries mpi4py's COMM_NULL refuses (Get_size, Get
 refuse with a CommError naming the call; its name is MPI_COMM_NULL's. Persistent requests
 made before the Free (a Barrier_init, a Bcast_init from the other cluster, a
 Send_init/Recv_init pair across) start and complete after it, as natively; once they are
-freed, the communicator's native ones are released.
+freed, the communicator's native ones are released. Freed, an intercommunicator and the three
+topologies refuse their own queries the same way.
 """
 
 import numpy as np
@@ -85,6 +86,31 @@ for make in ("dup", "split"):
             break
         w.Iprobe(MPI.ANY_SOURCE, 12345)
     assert core.persistent == 0 and not core.p2p.comm, (make, "not released")
+
+# An intercommunicator and the three topologies refuse their own queries too.
+local = w.Split(rank < half, rank)
+others = [local.Create_intercomm(0, w, half if rank < half else 0, 5),
+          w.Create_cart([size], periods=[True]),
+          w.Create_graph(list(range(1, size + 1)), [(r + 1) % size for r in range(size)]),
+          w.Create_dist_graph_adjacent([(rank - 1) % size], [(rank + 1) % size])]
+queries = {
+    "Intercomm": {"Get_remote_size": (), "Get_remote_group": (), "Is_inter": (), "Merge": ()},
+    "Cartcomm": {"Get_dim": (), "Get_topo": (), "Get_coords": (0,), "Get_cart_rank": ([0],),
+                 "Shift": (0, 1), "Sub": ([True],)},
+    "Graphcomm": {"Get_dims": (), "Get_topo": (), "Get_neighbors": (0,)},
+    "Distgraphcomm": {"Get_dist_neighbors_count": (), "Get_dist_neighbors": ()},
+}
+for c in others:
+    c.Free()
+    for name, args in queries[type(c).__name__].items():
+        try:
+            getattr(c, name)(*args)
+        except CommError as exc:
+            assert f"{name} on rank" in str(exc) and "freed" in str(exc), (name, exc)
+            refused += 1
+        else:
+            raise AssertionError(f"{type(c).__name__}.{name} on a freed one went ahead")
+local.Free()
 
 w.Barrier()
 print(f"rank {rank}: FREED OK {refused} refused", flush=True)
