@@ -171,8 +171,8 @@ class RankWatch:
     def finished_clusters(self) -> set[str]:
         """The clusters every rank of which has finished its program ("done").
 
-        None while a forwarder has left unannounced: that departure is for the runner to
-        weigh. Ranks waiting in MPI_Finalize may still fail, but only as consequences.
+        No cluster while a forwarder has left unannounced: that departure is for the runner
+        to weigh. Ranks waiting in MPI_Finalize may still fail, but only as consequences.
         """
         with self._lock:
             if any(d.forwarder for d in self._departed):

@@ -375,12 +375,12 @@ static int ops_done(PyObject *ops, Py_ssize_t *k) {
 /* wait_ops(comm, contexts, ops, rounds): Engine.wait_plain's rounds (the reference is its
  * Python loop: pull_links, then the ops' test): drain `comm` completing posted receives here,
  * until every op of the list `ops` is done, a message is left to Python, or `rounds` rounds
- * found nothing (each then yields the CPU, without the GIL). (done, heard, messages): whether
- * all are done, whether anything came, and what drain leaves to Python (None if nothing). */
+ * found nothing (each then yields the CPU, without the GIL). (heard, messages): whether
+ * anything came, and what drain leaves to Python (None if nothing). */
 static PyObject *wait_ops(PyObject *self, PyObject *args) {
     unsigned long long comm;
     PyObject *contexts, *ops;
-    int rounds, heard = 0, all = 0;
+    int rounds, heard = 0;
     if (!PyArg_ParseTuple(args, "KO!O!i", &comm, &PyDict_Type, &contexts, &PyList_Type, &ops,
                           &rounds))
         return NULL;
@@ -400,8 +400,7 @@ static PyObject *wait_ops(PyObject *self, PyObject *args) {
         Py_DECREF(got);
         int state = ops_done(ops, &k);
         if (state < 0) return NULL;
-        all = state == 1;
-        if (state) break;
+        if (state) break; /* all done, or one's Python poll must advance it */
         if (!came) {
             idle++;
             Py_BEGIN_ALLOW_THREADS
@@ -409,8 +408,7 @@ static PyObject *wait_ops(PyObject *self, PyObject *args) {
             Py_END_ALLOW_THREADS
         }
     }
-    return Py_BuildValue("(NNN)", PyBool_FromLong(all), PyBool_FromLong(heard),
-                         left ? left : Py_NewRef(Py_None));
+    return Py_BuildValue("(NN)", PyBool_FromLong(heard), left ? left : Py_NewRef(Py_None));
 }
 
 static PyObject *wait_link(PyObject *self, PyObject *args) {
@@ -454,7 +452,7 @@ static PyMethodDef methods[] = {
     {"wait_ops", wait_ops, METH_VARARGS,
      "wait_ops(comm, contexts, ops, rounds): drain `comm` (posted receives completed here) "
      "until every op of `ops` is done, a message is left to Python, or `rounds` rounds found "
-     "nothing; (all done, anything came, the messages left to Python or None)."},
+     "nothing; (anything came, the messages left to Python or None)."},
     {"drain", drain, METH_VARARGS,
      "drain(comm, contexts=None): [(tag, bytearray, src, user tag, context), ...] of every "
      "message waiting on `comm` (src -1 but for plain eager ones), or None if none came; "

@@ -245,7 +245,7 @@ class Engine:
             return
         wait, handle, contexts = self.fast.wait_ops, self.handles[0], self.contexts
         while True:
-            _, heard, got = wait(handle, contexts, ops, _BATCH * len(_FIRST_BATCHES))
+            heard, got = wait(handle, contexts, ops, len(_FIRST))
             if heard:
                 self.heard[0] = time.monotonic()
             if got is None:  # all done, or the idle rounds ran out

@@ -85,19 +85,19 @@ class Membership:
         self.sock = sock
         self.address = address
 
+    def _say(self, line: bytes) -> None:
+        try:
+            self.sock.sendall(line)
+        except OSError:
+            pass  # mmpi-run may be gone already
+
     def aborting(self) -> None:
         """Say that this rank is about to call MPI_Abort (the socket stays open)."""
-        try:
-            self.sock.sendall(ABORT)
-        except OSError:
-            pass
+        self._say(ABORT)
 
     def finishing(self) -> None:
         """Say that the program has finished and this rank starts to finalize."""
-        try:
-            self.sock.sendall(DONE)
-        except OSError:
-            pass
+        self._say(DONE)
 
     def leave(self) -> None:
         """Say goodbye (the rank has finalized) and close; mmpi-run may be gone already."""
