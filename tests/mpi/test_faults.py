@@ -63,6 +63,12 @@ def test_rank_that_exits_nonzero_ends_the_job():
     _no_orphans(marker)
 
 
+# "return": ranks 0 and 1 need not wait for rank 2 in the second Bcast, but one that hears
+# of its departure before entering the call raises the same RankGone at once, and its cluster
+# may then be the one reported (seen under load: 2 runs in 14)
+_MAY_SEE_IT_FIRST = {"return": (0, 1)}
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize(("mode", "victim", "waiters", "what"), [
     # `raise SystemExit(3)` bypasses the sys.exit hook: before the forwarder's notice that a
@@ -89,7 +95,8 @@ def test_rank_that_leaves_early_fails_who_waits_for_it(mode, victim, waiters, wh
     assert took < 20, f"took {took:.1f} s"
     # whichever waiting rank fails first takes its cluster down, maybe before the others say so
     assert "raised mmpi.errors.RankGone" in out, out
-    assert any(what.format(w=w) in out for w in waiters), out
+    named = waiters + _MAY_SEE_IT_FIRST.get(mode, ())
+    assert any(what.format(w=w) in out for w in named), out
     for w in waiters:  # none got past its wait (the prog's line for that)
         assert not re.search(rf"rank {w}: (left a|finished a|received what)", out), out
     _no_orphans(marker)
