@@ -31,17 +31,17 @@ from . import _fastpath
 from ._context import Context
 from ._crossing import Crossings
 from ._departures import Departures
+from ._links import LinkReader
 from ._native import MPI
 from ._op import PENDING
 from ._p2p import PointToPoint
-from .errors import ForwarderLost, ProtocolError, StateError
+from .errors import ForwarderLost, StateError
 from .wire import protocol as P
 from .wire.backoff import Backoff, yield_cpu
 from .wire.knobs import env_float, env_int
 from .wire.layout import Layout
 
 _BYTE = MPI.BYTE
-_ANY_TAG = MPI.ANY_TAG
 # How often a wait for the bridge checks that the forwarder is still heard from (polls).
 _ALIVE_EVERY = 16
 # A wait for native requests alone drains the bridge and checks liveness once per this many
@@ -65,7 +65,7 @@ _TEST_GAP = 20e-6
 _now = time.perf_counter
 
 
-class Engine:
+class Engine(LinkReader):
     """Everything one rank needs to talk to the bridged world."""
 
     def __init__(self, *, cluster: str, local: MPI.Intracomm,
@@ -190,8 +190,10 @@ class Engine:
         return self._closing
 
     def in_flight(self) -> bool:
-        """Whether a non-blocking collective or a posted receive waits for progress (asked by
-        the progress thread without the lock: sends and matched receives it keeps itself).
+        """Whether a non-blocking collective or a posted receive waits for progress.
+
+        Asked by the progress thread without the lock: sends and matched receives it keeps
+        itself.
         """
         if self.background:
             return True
@@ -199,77 +201,6 @@ class Engine:
             return any([ctx.queues.posted for ctx in self.context_list])
         except RuntimeError:  # changed under us by the program's thread: look again soon
             return True
-
-    def pull_links(self) -> bool:
-        """Pull what the forwarders have sent (the bridged half of `progress`)."""
-        did = False
-        if self.fast is not None:  # the same, each link's messages in one call (_crank.c)
-            # what a posted receive takes whole, drain completes itself
-            drain, contexts = self.fast.drain, self.contexts
-            for i, handle in enumerate(self.handles):
-                got = drain(handle, contexts)
-                if got is not None:
-                    self._hand_on(i, got)
-                    did = True
-            return did
-        st = self._status
-        for i, (ctrl, _) in enumerate(self.links):
-            while True:
-                msg = ctrl.Improbe(0, _ANY_TAG, st)
-                if msg is None:
-                    break
-                self.heard[i] = time.monotonic()
-                buf = bytearray(st.Get_count(_BYTE))
-                msg.Recv([buf, _BYTE])
-                self.on_forwarded(i, buf, st.Get_tag())
-                did = True
-        return did
-
-    def _hand_on(self, link: int, got: list) -> None:
-        """What the compiled drain of `link` left to Python, in order."""
-        self.heard[link] = time.monotonic()
-        plain = self.p2p.on_plain
-        for tag, buf, src, utag, cid in got:
-            if src < 0:
-                self.on_forwarded(link, buf, tag)
-            else:  # a plain eager message, its envelope read in C
-                plain(link, buf, src, utag, cid)
-
-    def wait_plain(self, ops: list) -> None:
-        """The first rounds of a wait for `ops` (receives from the other cluster), in C.
-
-        `wait_ops` drains while posted receives take whole what comes; what it leaves to
-        Python is handed on. The wait proper (`wait_for`: back-off, liveness) does the rest.
-        """
-        if self.fast is None or self.nfwd != 1 or self._fan.held or self.broken is not None:
-            return
-        wait, handle, contexts = self.fast.wait_ops, self.handles[0], self.contexts
-        while True:
-            heard, got = wait(handle, contexts, ops, len(_FIRST))
-            if heard:
-                self.heard[0] = time.monotonic()
-            if got is None:  # all done, or the idle rounds ran out
-                return
-            self._hand_on(0, got)
-
-    def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
-        """Hand a message from forwarder `link` to whoever it is for."""
-        if tag == P.T_COLL:
-            self.crossings.keep(buf)
-        elif tag == P.T_EAGER or tag == P.T_LARGE:
-            self.p2p.on_forwarded(link, buf, tag)
-        elif tag == P.T_PING:
-            pass
-        elif tag == P.T_LEFT:
-            body = P.decode_control(buf, ("rank", "colls"))
-            if body["rank"] != self.vrank:
-                colls = {int(k): v for k, v in dict(body["colls"]).items()}
-                self.departures.heard(body["rank"], colls)
-        elif tag == P.T_BYE_ACK:
-            self._bye_acks += 1
-        else:
-            raise ProtocolError(f"rank {self.vrank}: unexpected control tag {tag} "
-                                "from the forwarder")
 
     # -- waiting -------------------------------------------------------------------------
     def wait_for(self, ready: Callable[[], bool], remote: bool = False) -> None:
@@ -471,7 +402,6 @@ class Engine:
         self.wait_for(settled)
         return [f"to rank {op.peer} (tag {op.tag}), which finalized without receiving it"
                 for op in pending if not op.done]
-
 
     def finalize(self) -> None:
         """Flush sends, tell the forwarder we are done, wait for everyone, disconnect."""
