@@ -84,10 +84,13 @@ def test_in_place_by_none_and_vector_counts(low, high):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("prog,progress", [
     ("comms.py", "leaders"), ("sendmodes.py", "leaders"), ("nbc.py", "leaders"),
-    ("nbc.py", "all"), ("cart.py", "leaders"), ("inplace.py", "leaders")])
-def test_every_program_with_progress_threads(prog, progress):
+    ("nbc.py", "all"), ("cart.py", "leaders"), ("inplace.py", "leaders"),
+    ("fortran.py", "leaders"), ("persistent.py", "leaders"), ("intercomm.py", "leaders"),
+    ("rma.py", "leaders"), ("file_io.py", "leaders")])
+def test_every_program_with_progress_threads(prog, progress, tmp_path):
     """The same answers with a progress thread in the leaders (or every rank) as without."""
-    check_same(prog, 2, 2, progress=progress)
+    args = (str(tmp_path),) if prog == "file_io.py" else ()  # where its files go
+    check_same(prog, 2, 2, *args, progress=progress)
 
 
 @pytest.mark.timeout(300)
