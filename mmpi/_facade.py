@@ -15,7 +15,7 @@ import sys
 import threading
 import zlib
 
-from . import _inter
+from . import _inter, _request_waits
 from ._bridged import _Bridged, copy_of, subclass_copy
 from ._buffers import as_view
 from ._file import open_across
@@ -340,10 +340,9 @@ def Attach_buffer(buf) -> None:
 
 def Detach_buffer():
     """Detach the buffer once the buffered sends using it have completed."""
-    from .request import _engine
-
-    if _engine is not None and attached.pending:
-        _engine.wait_for(lambda: all([op.poll() for op, _ in attached.pending]))
+    engine = _request_waits.engine
+    if engine is not None and attached.pending:
+        engine.wait_for(lambda: all([op.poll() for op, _ in attached.pending]))
     attached.pending = []
     attached.size = 0
     return MPI.Detach_buffer()

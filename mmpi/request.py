@@ -5,7 +5,8 @@ request (from `COMM_SELF`, say) is still one (`isinstance` holds for both), `MPI
 the null request, and the class methods (`Waitall`, `Testany`, ...) take any mix of native and
 bridged requests. A `BridgedRequest` is one operation of the bridge (an `_op.Op`, or a
 non-blocking collective call); its handle is MPI_REQUEST_NULL, its methods are ours. Every
-wait polls the engine with back-off (see `_engine` Rule 1).
+wait polls the engine with back-off (see `_engine` Rule 1); the waits and tests of a list of
+requests are `_request_waits`'.
 """
 
 from __future__ import annotations
@@ -13,33 +14,16 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 
+from . import _request_waits as W
 from ._native import MPI
 from ._native_lists import natively as _natively
 from ._op import Op, empty_status, fill_status, status_at
+from ._request_waits import Bridged, bind
 from ._standin import StandIn, dispatch_unbound, pickle_natively
 from .errors import MMPIError
 
 _native = MPI.Request
 _new = _native.__new__
-_engine = None  # the rank's engine, set when the bridge is joined
-
-
-def bind(engine) -> None:
-    """Make waits on native requests poll `engine` too (bridged mode)."""
-    global _engine
-    _engine = engine
-
-
-def _wait_native(test, remote: bool = False) -> None:
-    if _engine is None:
-        while not test():
-            pass
-    else:
-        _engine.wait_for(test, remote)
-
-
-def _bridged(r) -> bool:
-    return isinstance(r, BridgedRequest)
 
 
 class Request(_native, metaclass=StandIn):
@@ -52,7 +36,7 @@ class Request(_native, metaclass=StandIn):
         """Wait for this request to complete."""
         if isinstance(self, BridgedRequest):
             return type(self).Wait(self, status)
-        _wait_native(lambda: _native.Test(self, status))  # not Get_status: see _natively
+        W.wait_native(lambda: _native.Test(self, status))  # not Get_status: see _natively
         return True
 
     def wait(self, status: MPI.Status | None = None):
@@ -60,7 +44,7 @@ class Request(_native, metaclass=StandIn):
         if isinstance(self, BridgedRequest):
             return type(self).wait(self, status)
         got = []
-        _wait_native(lambda: got.append(_native.test(self, status)) or got[-1][0])
+        W.wait_native(lambda: got.append(_native.test(self, status)) or got[-1][0])
         return got[-1][1]
 
     # -- many requests, any mix ----------------------------------------------------------
@@ -69,14 +53,14 @@ class Request(_native, metaclass=StandIn):
         """Wait for all requests; raise the first error after all have completed."""
         reqs = list(requests)
         if statuses is None and all([type(r) is BridgedRequest for r in reqs]):
-            return _bridged_waitall(reqs)
-        if _natives_only(reqs):
-            return _natively(_wait_native, "Waitall", requests, statuses)
-        _wait_native(_all_done(reqs))
+            return W.bridged_waitall(reqs)
+        if W.natives_only(reqs):
+            return _natively(W.wait_native, "Waitall", requests, statuses)
+        W.wait_native(W.all_done(reqs))
         error = None
         for i, r in enumerate(reqs):
             try:
-                _finish(r, status_at(statuses, i))
+                W.finish(r, status_at(statuses, i))
             except (MMPIError, MPI.Exception) as exc:
                 error = error or exc
         if error is not None:
@@ -86,29 +70,29 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def waitall(cls, requests: Sequence, statuses: list | None = None) -> list:
         """Wait for all requests; return the list of received objects."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "waitall", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "waitall", requests, statuses)
         reqs = list(requests)
-        _wait_native(_all_done(reqs))
-        return [_finish(r, status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
+        W.wait_native(W.all_done(reqs))
+        return [W.finish(r, status_at(statuses, i), obj=True) for i, r in enumerate(reqs)]
 
     @classmethod
     def Testall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """True (and all completed) if every request has completed, else False."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "Testall", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "Testall", requests, statuses)
         reqs = list(requests)
-        if not _test(lambda: all([_done(r) for r in reqs])):
+        if not W.test(lambda: all([W.done(r) for r in reqs])):
             return False
         return cls.Waitall(reqs, statuses)
 
     @classmethod
     def testall(cls, requests: Sequence, statuses: list | None = None):
         """(flag, received objects or None)."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "testall", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "testall", requests, statuses)
         reqs = list(requests)
-        if not _test(lambda: all([_done(r) for r in reqs])):
+        if not W.test(lambda: all([W.done(r) for r in reqs])):
             return False, None
         return True, cls.waitall(reqs, statuses)
 
@@ -116,31 +100,31 @@ class Request(_native, metaclass=StandIn):
     def _any(cls, requests: Sequence, wait: bool) -> int | None:
         """Index of a completed active request; UNDEFINED if none is active; None if none done."""
         reqs = list(requests)
-        if not any(_active(r) for r in reqs):
+        if not any(W.active(r) for r in reqs):
             return MPI.UNDEFINED
         found: list[int] = []
 
         def ready() -> bool:
             for i, r in enumerate(reqs):
-                if _active(r) and _done(r):
+                if W.active(r) and W.done(r):
                     found.append(i)
                     return True
             return False
 
         if wait:
-            _wait_native(ready)
-        elif not _test(ready):
+            W.wait_native(ready)
+        elif not W.test(ready):
             return None
         return found[0]
 
     @classmethod
     def Waitany(cls, requests: Sequence, status: MPI.Status | None = None) -> int:
         """Wait for any one request; return its index (MPI.UNDEFINED if none is active)."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "Waitany", requests, status)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "Waitany", requests, status)
         i = cls._any(requests, True)
         if i != MPI.UNDEFINED:
-            _finish(requests[i], status)
+            W.finish(requests[i], status)
         else:
             empty_status(status)
         return i
@@ -148,59 +132,59 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def waitany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, object) of the first request to complete."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "waitany", requests, status)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "waitany", requests, status)
         i = cls._any(requests, True)
         if i == MPI.UNDEFINED:
             empty_status(status)
             return i, None
-        return i, _finish(requests[i], status, obj=True)
+        return i, W.finish(requests[i], status, obj=True)
 
     @classmethod
     def Testany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag): a completed request's index, or (UNDEFINED, flag)."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "Testany", requests, status)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "Testany", requests, status)
         i = cls._any(requests, False)
         if i is None:
             return MPI.UNDEFINED, False
         if i == MPI.UNDEFINED:
             empty_status(status)
             return i, True
-        _finish(requests[i], status)
+        W.finish(requests[i], status)
         return i, True
 
     @classmethod
     def testany(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag, object)."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "testany", requests, status)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "testany", requests, status)
         i = cls._any(requests, False)
         if i is None:
             return MPI.UNDEFINED, False, None
         if i == MPI.UNDEFINED:
             empty_status(status)
             return i, True, None
-        return i, True, _finish(requests[i], status, obj=True)
+        return i, True, W.finish(requests[i], status, obj=True)
 
     @classmethod
     def _some(cls, requests: Sequence, statuses, wait: bool, obj: bool):
         reqs = list(requests)
-        if not any(_active(r) for r in reqs):
+        if not any(W.active(r) for r in reqs):
             return None, None
 
         def ready() -> bool:
-            return any(_active(r) and _done(r) for r in reqs)
+            return any(W.active(r) and W.done(r) for r in reqs)
 
         if wait:
-            _wait_native(ready)
-        elif not _test(ready):
+            W.wait_native(ready)
+        elif not W.test(ready):
             return [], []
-        done = [i for i, r in enumerate(reqs) if _active(r) and _done(r)]
+        done = [i for i, r in enumerate(reqs) if W.active(r) and W.done(r)]
         out, error = [], None
         for k, i in enumerate(done):
             try:
-                out.append(_finish(reqs[i], status_at(statuses, k), obj=obj))
+                out.append(W.finish(reqs[i], status_at(statuses, k), obj=obj))
             except (MMPIError, MPI.Exception) as exc:
                 error = error or exc
         if error is not None:
@@ -210,188 +194,81 @@ class Request(_native, metaclass=StandIn):
     @classmethod
     def Waitsome(cls, requests: Sequence, statuses: list | None = None):
         """Wait until at least one completes; the indices of all completed ones."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "Waitsome", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "Waitsome", requests, statuses)
         return cls._some(requests, statuses, True, False)[0]
 
     @classmethod
     def waitsome(cls, requests: Sequence, statuses: list | None = None):
         """(indices, objects) of the completed requests, waiting for one at least."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "waitsome", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "waitsome", requests, statuses)
         return cls._some(requests, statuses, True, True)
 
     @classmethod
     def Testsome(cls, requests: Sequence, statuses: list | None = None):
         """The indices of the completed requests (None if none is active)."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "Testsome", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "Testsome", requests, statuses)
         return cls._some(requests, statuses, False, False)[0]
 
     @classmethod
     def testsome(cls, requests: Sequence, statuses: list | None = None):
         """(indices, objects) of the completed requests."""
-        if _natives_only(requests):
-            return _natively(_wait_native, "testsome", requests, statuses)
+        if W.natives_only(requests):
+            return _natively(W.wait_native, "testsome", requests, statuses)
         return cls._some(requests, statuses, False, True)
 
     # -- non-destructive tests (MPI 4.1): nothing completes, statuses are filled ----------
     @classmethod
     def Get_status_all(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """True if every request has completed (their statuses filled), else False."""
-        if _natives_only(requests):
+        if W.natives_only(requests):
             return _native.Get_status_all(list(requests), statuses)
         reqs = list(requests)
-        if not _test(lambda: all([_done(r) for r in reqs])):
+        if not W.test(lambda: all([W.done(r) for r in reqs])):
             return False
         for i, r in enumerate(reqs):
-            _peek(r, status_at(statuses, i))
+            W.peek(r, status_at(statuses, i))
         return True
 
     @classmethod
     def Get_status_any(cls, requests: Sequence, status: MPI.Status | None = None):
         """(index, flag) of a completed active request; (UNDEFINED, True) if none is active."""
-        if _natives_only(requests):
+        if W.natives_only(requests):
             return _native.Get_status_any(list(requests), status)
         i = cls._any(requests, False)
         if i is None or i == MPI.UNDEFINED:
             if i is not None:
                 empty_status(status)
             return MPI.UNDEFINED, i is not None
-        _peek(requests[i], status)
+        W.peek(requests[i], status)
         return i, True
 
     @classmethod
     def Get_status_some(cls, requests: Sequence, statuses: list | None = None):
         """The indices of the completed active requests (None if none is active)."""
-        if _natives_only(requests):
+        if W.natives_only(requests):
             return _native.Get_status_some(list(requests), statuses)
         reqs = list(requests)
-        if not any(_active(r) for r in reqs):
+        if not any(W.active(r) for r in reqs):
             return None
         done: list[int] = []
 
         def ready() -> bool:
-            done[:] = [i for i, r in enumerate(reqs) if _active(r) and _done(r)]
+            done[:] = [i for i, r in enumerate(reqs) if W.active(r) and W.done(r)]
             return bool(done)
 
-        _test(ready)
+        W.test(ready)
         for k, i in enumerate(done):
-            _peek(reqs[i], status_at(statuses, k))
+            W.peek(reqs[i], status_at(statuses, k))
         return done
 
     get_status_all, get_status_any, get_status_some = Get_status_all, Get_status_any, \
         Get_status_some
 
 
-def _bridged_waitall(reqs: list) -> bool:
-    """Waitall of bridged requests, no statuses: the commonest (a window of receives)."""
-    for r in reqs:
-        if not (r._op.done or r._consumed):
-            # receives from the other cluster alone: the first rounds watch the links only,
-            # in C where they can (Engine.wait_plain)
-            remote = all([q._op.remote or q._op.done or q._consumed for q in reqs])
-            if remote and _engine is not None:
-                _engine.wait_plain([q._op for q in reqs if not (q._op.done or q._consumed)])
-            _wait_native(_all_done(reqs), remote)
-            break
-    error = None
-    for r in reqs:
-        if r._pickled:  # its value is dropped, its buffer given back
-            try:
-                r._result(None)
-            except (MMPIError, MPI.Exception) as exc:
-                error = error or exc
-        elif not r._consumed:
-            r._consumed = True
-            error = error or r._op.error
-    if error is not None:
-        raise error
-    return True
-
-
-def _natives_only(requests) -> bool:
-    return not any(_bridged(r) for r in requests)
-
-
-def _test(ready) -> bool:
-    if _engine is None:
-        return ready()
-    return _engine.test(ready)
-
-
-def _active(r) -> bool:
-    if r is None:
-        return False
-    if _bridged(r):
-        return not r._consumed
-    return _native.__bool__(r)
-
-
-def _all_done(reqs: list):
-    """A test for a wait: True once every request has completed.
-
-    Every request not yet complete is tested on each poll (testing a large receive returns its
-    sender's credit and frees its buffers: testing only the first pending one halved the 4 MiB
-    bandwidth) up to the first receive still without a message, and a complete one is not
-    tested again.
-    """
-    # each request's own test, bound once: a wait polls them many times
-    pending = [(r._op.poll, r._op) if _bridged(r) else (_native_test(r), None) for r in reqs
-               if r is not None and not (_bridged(r) and r._consumed)]
-
-    def ready() -> bool:
-        rest = []
-        for i, (done, op) in enumerate(pending):
-            if done():
-                continue
-            rest.append((done, op))
-            if op is not None and not op.matched:
-                # a receive no message has come for yet: the ones after it wait their turn
-                # (else each message that lands tests every receive of a window: quadratic)
-                rest += pending[i + 1:]
-                break
-        pending[:] = rest
-        return not pending
-
-    return ready
-
-
-def _native_test(r):
-    """A test of native request `r` that does not complete it."""
-    return lambda: _native.Get_status(r)
-
-
-def _done(r) -> bool:
-    """Whether `r` has completed (native: without completing it; None and inactive: yes)."""
-    if r is None:
-        return True
-    if _bridged(r):
-        return r._consumed or r._op.poll()
-    return _native.Get_status(r)
-
-
-def _peek(r, status) -> None:
-    """Fill `status` from a completed request without completing it."""
-    if _bridged(r):
-        r._fill(status)
-    elif r is not None and status is not None:
-        _native.Get_status(r, status)
-
-
-def _finish(r, status, obj: bool = False):
-    """Complete a request known to be done: its status, its object (lowercase API)."""
-    if r is None:
-        return None
-    if _bridged(r):
-        return r._result(status)
-    if obj:
-        return _native.wait(r, status)
-    _native.Wait(r, status)
-    return None
-
-
-class BridgedRequest(Request):
+class BridgedRequest(Request, Bridged):
     """One operation of the bridge: a send, a receive, a non-blocking collective call."""
 
     __slots__ = ("_op", "_pickled", "_consumed", "_value")
@@ -460,9 +337,9 @@ class BridgedRequest(Request):
     def _wait(self) -> None:
         op = self._op
         if not op.done and not self._consumed:
-            if _engine is None:
+            if W.engine is None:
                 raise MMPIError("a bridged request outside a bridged job")
-            _engine.wait_for(op.poll, op.remote)
+            W.engine.wait_for(op.poll, op.remote)
 
     def Wait(self, status: MPI.Status | None = None) -> bool:
         """Wait for this request to complete."""
@@ -477,20 +354,20 @@ class BridgedRequest(Request):
 
     def Test(self, status: MPI.Status | None = None) -> bool:
         """Test for the completion of this request."""
-        if not self._consumed and not _engine.test(self._op.poll):
+        if not self._consumed and not W.engine.test(self._op.poll):
             return False
         self._result(status)
         return True
 
     def test(self, status: MPI.Status | None = None):
         """(flag, received object or None)."""
-        if not self._consumed and not _engine.test(self._op.poll):
+        if not self._consumed and not W.engine.test(self._op.poll):
             return False, None
         return True, self._result(status)
 
     def Get_status(self, status: MPI.Status | None = None) -> bool:
         """Non-destructive test for completion."""
-        if self._consumed or _engine.test(self._op.poll):
+        if self._consumed or W.engine.test(self._op.poll):
             self._fill(status)
             return True
         return False
@@ -502,14 +379,14 @@ class BridgedRequest(Request):
     def Free(self) -> None:
         """Let the operation complete in the background."""
         if not self._consumed:
-            _engine.p2p.adopt(self._op)
+            W.engine.p2p.adopt(self._op)
             self._consumed = True
 
     free = Free
 
     def Cancel(self) -> None:
         """Cancel a receive that has not been matched yet (sends cannot be cancelled here)."""
-        _engine.cancel(self._op)
+        W.engine.cancel(self._op)
 
     cancel = Cancel
 
