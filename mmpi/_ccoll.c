@@ -17,7 +17,7 @@
  *   2. Allreduce: a native reduce to local rank 0 (`sendbuf` None: in place);
  *   3. at the leader (`link` not 0, the forwarder link to `peer`): its crossing (T_COLL: envelope and `recvbuf`'s bytes, or
  *      none for a Barrier) to world rank `peer`, then the wait for the peer's, taken from the
- *      link (crossings of others are handed to `keep(bytearray)`, as _crossing.Crossings does),
+ *      link (crossings of others are handed to `keep(bytearray)`, as _crossings.Crossings does),
  *      and for an Allreduce the peer's partial combined into `recvbuf` (predefined ops only);
  *   4. a native bcast from local rank 0 (Allreduce) or a native barrier.
  * A small Bcast or Reduce instead carries its data in the check (mmpi/_collectives/carried.py,

@@ -24,7 +24,7 @@ import pickle
 from ._collectives import objects
 from ._communicator import Core
 from ._context import Context
-from ._crossing import CREATE_TAGS
+from ._crossings import CREATE_TAGS
 from ._engine import Engine
 from ._native import MPI
 from .errors import RankError, UsageError

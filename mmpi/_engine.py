@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from . import _fastpath
 from ._context import Context
-from ._crossing import Crossings
+from ._crossings import Crossings
 from ._departures import Departures
 from ._links import LinkReader
 from ._native import MPI

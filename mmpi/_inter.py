@@ -25,7 +25,7 @@ from . import _create
 from ._collectives import objects
 from ._communicator import Core
 from ._context import Context
-from ._crossing import CREATE_TAGS
+from ._crossings import CREATE_TAGS
 from .errors import RankError
 
 _TAGS = 1 << 20  # user tags are folded into this many (the ranges below must stay apart)
