@@ -15,7 +15,6 @@ from .wire import protocol as P
 
 _BYTE = MPI.BYTE
 _ANY_TAG = MPI.ANY_TAG
-_WAIT_ROUNDS = 32  # wait_plain's idle rounds in C: as many as the engine's first rounds
 
 
 class LinkReader:
@@ -66,7 +65,7 @@ class LinkReader:
             return
         wait, handle, contexts = self.fast.wait_ops, self.handles[0], self.contexts
         while True:
-            heard, got = wait(handle, contexts, ops, _WAIT_ROUNDS)
+            heard, got = wait(handle, contexts, ops, len(self.first))  # the wait's first rounds
             if heard:
                 self.heard[0] = time.monotonic()
             if got is None:  # all done, or the idle rounds ran out

@@ -102,9 +102,7 @@ class Membership:
     def leave(self) -> None:
         """Say goodbye (the rank has finalized) and close; mmpi-run may be gone already."""
         try:
-            self.sock.sendall(BYE)
-        except OSError:
-            pass
+            self._say(BYE)
         finally:
             self.sock.close()
 
