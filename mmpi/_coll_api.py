@@ -142,7 +142,7 @@ class CollectiveMethods:
         """All-to-all with equal blocks."""
         if not self._core.spans:
             return self._native("alltoall", sendbuf, recvbuf)
-        self._run("Alltoall", A.alltoall(self._c("Alltoall"), _ip(sendbuf), recvbuf))
+        self._run("Alltoall", A.alltoall(self._c("Alltoall"), _ip(sendbuf), recvbuf, True))
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         """All-to-all with per-peer counts and displacements."""

@@ -74,6 +74,15 @@ class Flow:
         self.credit[dest] = left - nbytes
         return True
 
+    def spend_all(self, dests: list[int], nbytes: int) -> bool:
+        """Whether `nbytes` may go to each of `dests` now (then they are spent), else none."""
+        credit, initial = self.credit, self.initial
+        if any([credit.get(d, initial) < nbytes for d in dests]):
+            return False
+        for d in dests:
+            credit[d] = credit.get(d, initial) - nbytes
+        return True
+
     def defer(self, op: Op, ctx_id: int, view: memoryview, dest: int, tag: int, route: int,
               sync: int) -> None:
         """Send the envelope alone; the data follows when the receiver pulls it.

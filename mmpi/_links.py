@@ -29,7 +29,7 @@ class LinkReader:
             for i, handle in enumerate(self.handles):
                 got = drain(handle, contexts)
                 if got is not None:
-                    self._hand_on(i, got)
+                    self.hand_on(i, got)
                     did = True
             return did
         st = self._status
@@ -45,7 +45,7 @@ class LinkReader:
                 did = True
         return did
 
-    def _hand_on(self, link: int, got: list) -> None:
+    def hand_on(self, link: int, got: list) -> None:
         """What the compiled drain of `link` left to Python, in order."""
         self.heard[link] = time.monotonic()
         plain = self.p2p.on_plain
@@ -70,7 +70,7 @@ class LinkReader:
                 self.heard[0] = time.monotonic()
             if got is None:  # all done, or the idle rounds ran out
                 return
-            self._hand_on(0, got)
+            self.hand_on(0, got)
 
     def on_forwarded(self, link: int, buf: bytearray, tag: int) -> None:
         """Hand a message from forwarder `link` to whoever it is for."""

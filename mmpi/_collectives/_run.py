@@ -16,6 +16,7 @@ from .._crossing import CrossRecv
 from .._native import MPI
 from .._op import PENDING, Op
 from .compiled import Call
+from .direct import Direct
 
 if TYPE_CHECKING:
     from .._communicator import Core
@@ -77,10 +78,11 @@ def ready(w):
     return None
 
 
-def blocking(core: Core, name: str, steps: Generator | Call):
+def blocking(core: Core, name: str, steps: Generator | Call | Direct):
     """Run a collective call's `steps` on `core` to the end; return their result.
 
-    `steps` may be a compiled call instead (`compiled.Call`), which runs them in C if it can.
+    `steps` may be a compiled call instead (`compiled.Call`), which runs them in C if it can,
+    or a `direct.Direct` Alltoall, which runs them with light waits if it can.
     """
     if core.pending:
         core.flush()
@@ -88,7 +90,7 @@ def blocking(core: Core, name: str, steps: Generator | Call):
     e = core.engine
     e.departures.enter(core)
     try:
-        if type(steps) is Call:
+        if type(steps) is Call or type(steps) is Direct:
             if steps.run():
                 result = None
             else:

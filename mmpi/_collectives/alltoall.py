@@ -16,6 +16,7 @@ from .._buffers import Typed, Vector, as_typed, as_vector, as_view
 from .._crossing import Coll
 from .._native import MPI
 from ..errors import BufferError_, UsageError
+from . import direct
 from ._base import (
     BYTE,
     CHECK,
@@ -63,7 +64,8 @@ def _by_receiver(theirs: memoryview, sizes: list[int], nl: int, into: memoryview
 
 
 # -- alltoall ---------------------------------------------------------------------------------
-def alltoall(c: Coll, sendbuf, recvbuf):
+def alltoall(c: Coll, sendbuf, recvbuf, blocking: bool = False):
+    """`blocking`: an Alltoall, not an Ialltoall (large blocks may go `direct`ly)."""
     rb = as_typed(recvbuf, writable=True, op="Alltoall", blocks=c.size)
     sent = None if sendbuf is IN_PLACE else \
         as_typed(sendbuf, writable=False, op="Alltoall", blocks=c.size).view
@@ -81,6 +83,10 @@ def alltoall(c: Coll, sendbuf, recvbuf):
                               equal_blocks(rb.view, c.size, per, rb.dt, rb.extent))
         return _alltoall(c, sview, rb.view, rb.nbytes // c.size)
 
+    blk = rb.nbytes // c.size
+    if blocking and sent is not None and blk >= DIRECT_BLOCK and direct.usable(c, blk):
+        return direct.Direct(c, lambda: checked(c, steps(sent), -1, rb.nbytes), sent, rb.view,
+                             blk)
     # IN_PLACE: slot 4, as Alltoallv's copy: _alltoallv (interleaved clusters) uses 0-3 while
     # this copy is still being sent from
     return checked(c, after_copy(c, 4, rb.view, steps) if sent is None else steps(sent), -1,

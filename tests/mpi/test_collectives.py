@@ -180,6 +180,30 @@ def test_small_collectives_on_both_rank_paths(bridged, path, low, high, seed, ch
         assert max(counts) == 0, job.output
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("path", RANK_PATHS)
+@pytest.mark.parametrize("low,high,seed,budget",
+                         [(2, 2, 5, ""), (1, 3, 6, "1048576"), (3, 1, 8, "")])
+def test_large_alltoalls_direct_and_the_reference_way(bridged, path, low, high, seed, budget):
+    # The direct Alltoall (_collectives/direct.py) against the reference: a seeded mix on
+    # three communicators with late ranks, a pending Ialltoall, large messages in flight and,
+    # with a small budget, deferred blocks; every block checked. A rank may take either way.
+    import re
+
+    env = {"MMPI_RANK_PATH": path}
+    if budget:
+        env["MMPI_RECV_BUDGET"] = budget
+    job = bridged("direct_alltoall.py", str(seed), "80", low=low, high=high, timeout=100,
+                  env=env)
+    assert job.returncode == 0, job.output
+    counts = [int(n) for n in re.findall(r"direct ok, 80 calls, (\d+) direct", job.stdout)]
+    assert len(counts) == low + high, job.output
+    if path == "compiled":
+        assert min(counts) > 20, job.output  # it did run direct
+    else:
+        assert max(counts) == 0, job.output
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("path", RANK_PATHS)
 def test_a_freed_communicator_refuses_collectives_and_keeps_its_persistent_requests(bridged,

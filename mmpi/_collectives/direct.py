@@ -1,0 +1,199 @@
+"""A blocking Alltoall of large blocks with the fewest interpreted steps.
+
+The same messages as `alltoall._alltoall`'s straight blocks (the reference): the check, the
+native alltoallv of this cluster's blocks, and for each rank of the other cluster an envelope
+and its block through the forwarder (protocol Rule 3). What differs is the waiting. The
+reference's waits take the engine's full rounds (both transports, every operation's poll,
+the back-off's clock), and on shared cores a waiting rank's long turns hold back the
+processes with work: measured, rounds 20 us heavier made a bare Python Alltoall of 64 KiB
+blocks twice as slow (docs/performance.md, "Alltoall blocks straight to their ranks"). Here
+a round drains the link in C and tests the natives; the envelopes of this call's blocks are
+read here and their blocks' receives posted at once; everything else the drain finds goes to
+the engine in order, as its own rounds would hand it on.
+
+Rule: this path runs only where it sends exactly what the reference sends and receives what
+it would: one forwarder (no striping), the compiled drain, blocks of one chunk, no monitor,
+nothing waiting or posted in the collective context (so this call's envelopes are the first
+from each sender), credit for every block (no deferred send). A sender's block that comes
+otherwise (an envelope taken by an engine round, a deferred one) is received the reference's
+way from then on.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .. import _buffers
+from .._crossing import Coll
+from .._large import send_large
+from .._native import MPI
+from ..wire import protocol as P
+from ..wire.backoff import Backoff, yield_cpu
+from ._base import BYTE, T_ALLTOALL, checking, same_size, start_check, verify_check
+
+_Testall = MPI.Request.Testall
+_IDLE_EVERY = 32  # yields between the engine's say (back-off, drains, liveness)
+
+
+class Direct:
+    """A blocking Alltoall that may take this path (`_run.blocking` runs it, as `compiled.Call`).
+
+    `run()`: False, having done nothing, where the Rule does not hold; `reference()` then
+    gives the steps.
+    """
+
+    __slots__ = ("c", "reference", "sview", "rview", "blk")
+
+    def __init__(self, c: Coll, reference, sview, rview, blk: int) -> None:
+        self.c, self.reference = c, reference
+        self.sview, self.rview, self.blk = sview, rview, blk
+
+    def run(self) -> bool:
+        c, blk = self.c, self.blk
+        e, ctx = c.engine, c.ctx
+        p2p = c.p2p
+        if (e.fast is None or e.nfwd != 1 or blk > e.chunk or _buffers.unpacks
+                or p2p.monitor is not None or c.local is not ctx.comm or p2p.fanout.held
+                or ctx.queues.posted or ctx.queues.unexpected or e.broken is not None):
+            return False
+        far = [ctx.world_of[r] for r in c.theirs]
+        if not p2p.flow.spend_all(far, blk):
+            return False
+        _exchange(c, self.sview, self.rview, blk, far)
+        return True
+
+
+def usable(c: Coll, blk: int) -> bool:
+    """Whether blocks of `blk` bytes might go this way (the rest is decided at run time)."""
+    return (c.contiguous and blk > c.p2p.eager_max and c.engine.fast is not None
+            and not _buffers.unpacks)
+
+
+def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
+    e, ctx = c.engine, c.ctx
+    wait = _Wait(e)
+    if checking(c):  # first, as the reference: the cluster's ranks all make this call
+        words, req = start_check(c, -1, len(rview))
+        req.Start()
+        wait.native(req)
+        verify_check(c, words)
+    counts = [blk] * c.nmine
+    where = [r * blk for r in c.mine]
+    natives = [c.local.Ialltoallv([sview, (counts, where), BYTE],
+                                  [rview, (counts, where), BYTE])]
+    base = c.obase * blk
+    link = e.links[0]
+    p2p, vrank, cid, chunk = c.p2p, e.vrank, ctx.id, e.chunk
+    for j, dest in enumerate(far):
+        env = P.Envelope(P.K_P2P, vrank, dest, T_ALLTOALL, cid, blk, chunk, p2p.next_xfer())
+        natives += send_large(link, env, sview[base + j * blk:base + (j + 1) * blk])
+    slots = {dest: rview[base + j * blk:base + (j + 1) * blk] for j, dest in enumerate(far)}
+    taken, ops = wait.blocks(c, slots, natives, blk)
+    flow = p2p.flow
+    for src in taken:
+        flow.consumed(src, blk)
+    for r, op in ops:
+        if op.error is not None:
+            raise op.error
+        same_size(c, f"data per block (the block from rank {r})", blk, op.nbytes)
+
+
+class _Wait:
+    """Light rounds of waiting for one call's steps.
+
+    A round drains the link in C and tests the natives; a yield after a few rounds found
+    nothing, and the engine's say once per `_IDLE_EVERY` yields.
+    """
+
+    __slots__ = ("e", "rounds", "backoff", "since")
+
+    def __init__(self, e) -> None:
+        self.e, self.rounds = e, 0
+        self.backoff = Backoff()
+        self.since = time.monotonic()
+
+    def idle(self) -> None:
+        """After rounds that found nothing: yield, and now and then let the engine poll."""
+        self.rounds += 1
+        if self.rounds % _IDLE_EVERY:
+            yield_cpu()
+            return
+        e = self.e
+        if e.progress():
+            self.backoff.reset()
+        e.alive(self.since)
+        self.backoff.idle()
+
+    def native(self, req) -> None:
+        """Wait for `req`, the check's persistent allgather, with its own Test.
+
+        (MPICH's Testall of a persistent collective request fails here, plain mpi4py too.)
+        """
+        test = req.Test
+        while True:
+            for _ in self.e.tests:
+                if test():
+                    return
+            self.idle()
+
+    def blocks(self, c: Coll, slots: dict, natives: list, blk: int):
+        """Receive the far blocks into `slots` (world rank -> view) while `natives` complete.
+
+        Returns the senders whose blocks came this way and (rank, op) of those received the
+        reference's way.
+        """
+        e, ctx = self.e, c.ctx
+        drain, handle, contexts = e.fast.drain, e.handles[0], e.contexts
+        data = e.links[0][1]
+        cid = ctx.id
+        taken, ops = [], []
+        quiet, tests = 0, len(e.tests)
+        if ctx.queues.unexpected:  # an engine round in the check's wait took an envelope
+            _the_reference_way(c, slots, ops)
+        while True:
+            got = drain(handle, contexts)
+            if got is not None:
+                e.heard[0] = time.monotonic()
+                rest = []
+                for item in got:
+                    env = _ours(item, cid, blk) if slots else None
+                    if env is not None and env.src in slots:
+                        view = slots.pop(env.src)
+                        natives.append(data.Irecv([view, blk, BYTE], 0, env.xfer))
+                        taken.append(env.src)
+                    else:
+                        rest.append(item)
+                if rest:
+                    e.hand_on(0, rest)
+                    if slots and ctx.queues.unexpected:
+                        _the_reference_way(c, slots, ops)
+                continue
+            if not slots and _Testall(natives) and all([op.poll() for _, op in ops]):
+                return taken, ops
+            quiet += 1
+            if quiet % tests:  # several rounds per yield, as the engine's native waits
+                continue
+            self.idle()
+            if slots and self.rounds % _IDLE_EVERY == 0 and ctx.queues.unexpected:
+                _the_reference_way(c, slots, ops)  # an engine round took an envelope
+
+
+def _ours(item, cid: int, blk: int):
+    """The envelope of one of this call's blocks, if `item` (from the drain) is one."""
+    tag, buf, src = item[0], item[1], item[2]
+    if tag != P.T_LARGE or src >= 0 or len(buf) != P.ENVELOPE_SIZE:
+        return None
+    env = P.unpack(buf)
+    if (env.kind != P.K_P2P or env.flags or env.context != cid or env.tag != T_ALLTOALL
+            or env.nbytes != blk or env.chunk < blk):
+        return None
+    return env
+
+
+def _the_reference_way(c: Coll, slots: dict, ops: list) -> None:
+    """Post the reference's receives for the blocks still awaited (one may be waiting)."""
+    from_world = c.ctx.from_world
+    for src, view in slots.items():
+        r = from_world[src]
+        ops.append((r, c.recv(view, r, T_ALLTOALL)))
+    slots.clear()
