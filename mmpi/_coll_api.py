@@ -142,7 +142,8 @@ class CollectiveMethods:
         """All-to-all with equal blocks."""
         if not self._core.spans:
             return self._native("alltoall", sendbuf, recvbuf)
-        self._run("Alltoall", A.alltoall(self._c("Alltoall"), _ip(sendbuf), recvbuf, True))
+        self._run("Alltoall",
+                  A.alltoall(self._c("Alltoall"), _ip(sendbuf), recvbuf, blocking=True))
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         """All-to-all with per-peer counts and displacements."""

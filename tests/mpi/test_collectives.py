@@ -1,7 +1,7 @@
 """Bridged collectives against numpy references, native parity, and loud mismatch errors."""
 
 import pytest
-from conftest import RANK_PATHS
+from conftest import RANK_COMPILED, RANK_PATHS
 
 pytestmark = pytest.mark.mpi
 
@@ -181,9 +181,11 @@ def test_small_collectives_on_both_rank_paths(bridged, path, low, high, seed, ch
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("path", RANK_PATHS)
-@pytest.mark.parametrize("low,high,seed,budget",
-                         [(2, 2, 5, ""), (1, 3, 6, "1048576"), (3, 1, 8, "")])
+@pytest.mark.parametrize("path,low,high,seed,budget", [
+    *(pytest.param("compiled", *case, marks=pytest.mark.skipif(
+        not RANK_COMPILED, reason="the compiled rank path was not built"))
+      for case in [(2, 2, 5, ""), (1, 3, 6, "1048576"), (3, 1, 8, "")]),
+    ("python", 2, 2, 5, "1048576")])
 def test_large_alltoalls_direct_and_the_reference_way(bridged, path, low, high, seed, budget):
     # The direct Alltoall (_collectives/direct.py) against the reference: a seeded mix on
     # three communicators with late ranks, a pending Ialltoall, large messages in flight and,
