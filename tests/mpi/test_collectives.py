@@ -1,5 +1,7 @@
 """Bridged collectives against numpy references, native parity, and loud mismatch errors."""
 
+import re
+
 import pytest
 from conftest import RANK_COMPILED, RANK_PATHS
 
@@ -109,8 +111,6 @@ def test_collectives_native_same_answers(native):
                                   r"elsewhere", True),
 ])
 def test_mismatched_collective_arguments_fail_loudly(bridged, case, message, rank3_detects):
-    import re
-
     job = bridged("coll_mismatch.py", case, low=2, high=2, timeout=100)
     assert job.returncode != 0, job.output
     # ranks that cannot see the mismatch may finish; the ones that can must not
@@ -124,8 +124,6 @@ def test_early_crossings_are_kept_for_their_call(bridged):
     # One cluster's non-leader comes late to each small collective, so the other leader's
     # crossing arrives while this leader still drains in the native part; it must be kept
     # for the crossing's own wait, in order, and the results must be right.
-    import re
-
     job = bridged("early_crossings.py", "12", low=2, high=2, timeout=60)
     assert job.returncode == 0, job.output
     assert job.stdout.count(": ok") == 4, job.output
@@ -167,17 +165,9 @@ def test_small_collectives_on_both_rank_paths(bridged, path, low, high, seed, ch
     # The compiled small collectives (_collectives/compiled.py) against the reference: a
     # seeded mix on three communicators, late ranks, messages in flight; results checked.
     # Both paths must make the same native calls, so a rank may take either (check off too).
-    import re
-
     job = bridged("compiled_coll.py", str(seed), "150", low=low, high=high, timeout=100,
                   env={"MMPI_RANK_PATH": path, "MMPI_CHECK_COLLECTIVES": check})
-    assert job.returncode == 0, job.output
-    counts = [int(n) for n in re.findall(r"compiled ok, 150 calls, (\d+) compiled", job.stdout)]
-    assert len(counts) == low + high, job.output
-    if path == "compiled":
-        assert min(counts) > 50, job.output  # it did run compiled
-    else:
-        assert max(counts) == 0, job.output
+    _ran_where_built(job, r"compiled ok, 150 calls, (\d+) compiled", low + high, path, 50)
 
 
 @pytest.mark.timeout(120)
@@ -190,18 +180,22 @@ def test_large_alltoalls_direct_and_the_reference_way(bridged, path, low, high, 
     # The direct Alltoall (_collectives/direct.py) against the reference: a seeded mix on
     # three communicators with late ranks, a pending Ialltoall, large messages in flight and,
     # with a small budget, deferred blocks; every block checked. A rank may take either way.
-    import re
-
     env = {"MMPI_RANK_PATH": path}
     if budget:
         env["MMPI_RECV_BUDGET"] = budget
     job = bridged("direct_alltoall.py", str(seed), "80", low=low, high=high, timeout=100,
                   env=env)
+    _ran_where_built(job, r"direct ok, 80 calls, (\d+) direct", low + high, path, 20)
+
+
+def _ran_where_built(job, pattern: str, ranks: int, path: str, least: int) -> None:
+    """The job passed, and every rank's count of calls on the fast path (`pattern`'s group)
+    is above `least` on the compiled rank path and 0 on the Python one."""
     assert job.returncode == 0, job.output
-    counts = [int(n) for n in re.findall(r"direct ok, 80 calls, (\d+) direct", job.stdout)]
-    assert len(counts) == low + high, job.output
+    counts = [int(n) for n in re.findall(pattern, job.stdout)]
+    assert len(counts) == ranks, job.output
     if path == "compiled":
-        assert min(counts) > 20, job.output  # it did run direct
+        assert min(counts) > least, job.output  # it did run there
     else:
         assert max(counts) == 0, job.output
 
