@@ -76,11 +76,10 @@ class Flow:
 
     def spend_all(self, dests: list[int], nbytes: int) -> bool:
         """Whether `nbytes` may go to each of `dests` now (then they are spent), else none."""
-        credit, initial = self.credit, self.initial
-        if any([credit.get(d, initial) < nbytes for d in dests]):
+        if any([self.credit.get(d, self.initial) < nbytes for d in dests]):
             return False
         for d in dests:
-            credit[d] = credit.get(d, initial) - nbytes
+            self.spend(d, nbytes)
         return True
 
     def defer(self, op: Op, ctx_id: int, view: memoryview, dest: int, tag: int, route: int,

@@ -105,17 +105,18 @@ class _Wait:
     nothing, and the engine's say once per `_IDLE_EVERY` yields.
     """
 
-    __slots__ = ("e", "rounds", "backoff", "since")
+    __slots__ = ("e", "rounds", "backoff", "since", "napping")
 
     def __init__(self, e) -> None:
         self.e, self.rounds = e, 0
         self.backoff = Backoff()
         self.since = time.monotonic()
+        self.napping = False  # the back-off naps: a round per nap, not a core kept busy
 
     def idle(self) -> None:
         """After rounds that found nothing: yield, and now and then let the engine poll."""
         self.rounds += 1
-        if self.rounds % _IDLE_EVERY:
+        if self.rounds % _IDLE_EVERY and not self.napping:
             yield_cpu()
             return
         e = self.e
@@ -123,6 +124,13 @@ class _Wait:
             self.backoff.reset()
         e.alive(self.since)
         self.backoff.idle()
+        self.napping = self.backoff.napping()
+
+    def woke(self) -> None:
+        """Something came: poll eagerly again."""
+        if self.napping:
+            self.backoff.reset()
+            self.napping = False
 
     def native(self, req) -> None:
         """Wait for `req`, the check's persistent allgather, with its own Test.
@@ -134,6 +142,8 @@ class _Wait:
             for _ in self.e.tests:
                 if test():
                     return
+                if self.napping:
+                    break
             self.idle()
 
     def blocks(self, c: Coll, slots: dict, natives: list, blk: int):
@@ -154,6 +164,7 @@ class _Wait:
             got = drain(handle, contexts)
             if got is not None:
                 e.heard[0] = time.monotonic()
+                self.woke()
                 rest = []
                 for item in got:
                     env = _ours(item, cid, blk) if slots else None
@@ -171,10 +182,11 @@ class _Wait:
             if not slots and _Testall(natives) and all([op.poll() for _, op in ops]):
                 return taken, ops
             quiet += 1
-            if quiet % tests:  # several rounds per yield, as the engine's native waits
+            if quiet % tests and not self.napping:  # rounds per yield, as native waits have
                 continue
             self.idle()
-            if slots and self.rounds % _IDLE_EVERY == 0 and ctx.queues.unexpected:
+            if slots and ctx.queues.unexpected and (self.napping
+                                                    or self.rounds % _IDLE_EVERY == 0):
                 _the_reference_way(c, slots, ops)  # an engine round took an envelope
 
 

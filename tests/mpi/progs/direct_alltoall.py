@@ -4,7 +4,7 @@
 dup alive at once, a seeded mix of Alltoalls whose blocks go straight to their ranks (40 KB to
 160 KiB, three dtypes), and around them now and then:
 - a late rank: its peers' envelopes come before its call, an engine round takes them, and
-  those blocks are received the reference's way;
+  those blocks are received the reference's way (and, 30 ms late, its peers' waits nap);
 - an Ialltoall just before on the same communicator (pending when the Alltoall starts);
 - a large message between two ranks in flight across the call (the call's drain finds its
   envelope and hands it on);
@@ -77,7 +77,7 @@ for call in range(rounds):
         send[j * n:(j + 1) * n] = value(cr, j, call)
     recv = np.zeros(n * cs, dtype)
     if kind == 0 and rank == late:
-        time.sleep(0.004)
+        time.sleep(0.004 if call % 3 else 0.03)  # 30 ms: the others' waits nap
     pending = inflight = flood = None
     if kind == 1:
         s2 = np.full(4 * cs, cr, np.int32)
