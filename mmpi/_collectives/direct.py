@@ -7,12 +7,13 @@ reference's waits take the engine's full rounds (both transports, every operatio
 the back-off's clock), and on shared cores a waiting rank's long turns hold back the
 processes with work: measured, rounds 20 us heavier made a bare Python Alltoall of 64 KiB
 blocks twice as slow (docs/performance.md, "Alltoall blocks straight to their ranks"). Here
-a round drains the link in C and tests the natives; the envelopes of this call's blocks are
+a round drains the links in C and tests the natives; the envelopes of this call's blocks are
 read here and their blocks' receives posted at once; everything else the drain finds goes to
 the engine in order, as its own rounds would hand it on.
 
 Rule: this path runs only where it sends exactly what the reference sends and receives what
-it would: one forwarder (no striping), the compiled drain, blocks of one chunk, no monitor,
+it would: blocks below the striping size (each through its pair's forwarder, Rule 5), of one
+chunk, the compiled drain, no monitor,
 nothing waiting or posted in the collective context (so this call's envelopes are the first
 from each sender), credit for every block (no deferred send). A sender's block that comes
 otherwise (an envelope taken by an engine round, a deferred one) is received the reference's
@@ -52,7 +53,7 @@ class Direct:
         c, blk = self.c, self.blk
         e, ctx = c.engine, c.ctx
         p2p = c.p2p
-        if (e.fast is None or e.nfwd != 1 or blk > e.chunk or _buffers.unpacks
+        if (e.fast is None or blk >= p2p.stripe_min or blk > e.chunk or _buffers.unpacks
                 or p2p.monitor is not None or c.local is not ctx.comm or p2p.fanout.held
                 or ctx.queues.posted or ctx.queues.unexpected or e.broken is not None):
             return False
@@ -82,11 +83,12 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
     natives = [c.local.Ialltoallv([sview, (counts, where), BYTE],
                                   [rview, (counts, where), BYTE])]
     base = c.obase * blk
-    link = e.links[0]
+    links, nfwd = e.links, e.nfwd
     p2p, vrank, cid, chunk = c.p2p, e.vrank, ctx.id, e.chunk
     for j, dest in enumerate(far):
         env = P.Envelope(P.K_P2P, vrank, dest, T_ALLTOALL, cid, blk, chunk, p2p.next_xfer())
-        natives += send_large(link, env, sview[base + j * blk:base + (j + 1) * blk])
+        natives += send_large(links[P.route(vrank, dest, nfwd)], env,
+                              sview[base + j * blk:base + (j + 1) * blk])
     slots = {dest: rview[base + j * blk:base + (j + 1) * blk] for j, dest in enumerate(far)}
     taken, ops = wait.blocks(c, slots, natives, blk)
     flow = p2p.flow
@@ -101,7 +103,7 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
 class _Wait:
     """Light rounds of waiting for one call's steps.
 
-    A round drains the link in C and tests the natives; a yield after a few rounds found
+    A round drains the links in C and tests the natives; a yield after a few rounds found
     nothing, and the engine's say once per `_IDLE_EVERY` yields.
     """
 
@@ -153,18 +155,21 @@ class _Wait:
         reference's way.
         """
         e, ctx = self.e, c.ctx
-        drain, handle, contexts = e.fast.drain, e.handles[0], e.contexts
-        data = e.links[0][1]
+        drain, contexts = e.fast.drain, e.contexts
+        links = list(enumerate(zip(e.handles, e.links, strict=True)))
         cid = ctx.id
         taken, ops = [], []
         quiet, tests = 0, len(e.tests)
         if ctx.queues.unexpected:  # an engine round in the check's wait took an envelope
             _the_reference_way(c, slots, ops)
         while True:
-            got = drain(handle, contexts)
-            if got is not None:
-                e.heard[0] = time.monotonic()
-                self.woke()
+            came = False
+            for i, (handle, (_, data)) in links:
+                got = drain(handle, contexts)
+                if got is None:
+                    continue
+                came = True
+                e.heard[i] = time.monotonic()
                 rest = []
                 for item in got:
                     env = _ours(item, cid, blk) if slots else None
@@ -175,9 +180,11 @@ class _Wait:
                     else:
                         rest.append(item)
                 if rest:
-                    e.hand_on(0, rest)
+                    e.hand_on(i, rest)
                     if slots and ctx.queues.unexpected:
                         _the_reference_way(c, slots, ops)
+            if came:
+                self.woke()
                 continue
             if not slots and _Testall(natives) and all([op.poll() for _, op in ops]):
                 return taken, ops

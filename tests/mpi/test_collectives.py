@@ -170,22 +170,27 @@ def test_small_collectives_on_both_rank_paths(bridged, path, low, high, seed, ch
     _ran_where_built(job, r"compiled ok, 150 calls, (\d+) compiled", low + high, path, 50)
 
 
+_BUDGET = {"MMPI_RECV_BUDGET": "1048576"}
+_STRIPED = {"MMPI_STRIPE_MIN": "65536"}  # with two forwarders: blocks of 64 KiB and up stripe
+
+
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("path,low,high,seed,budget", [
+@pytest.mark.parametrize("path,low,high,seed,env,forwarders,least", [
     *(pytest.param("compiled", *case, marks=pytest.mark.skipif(
         not RANK_COMPILED, reason="the compiled rank path was not built"))
-      for case in [(2, 2, 5, ""), (1, 3, 6, "1048576"), (3, 1, 8, "")]),
-    ("python", 2, 2, 5, "1048576")])
-def test_large_alltoalls_direct_and_the_reference_way(bridged, path, low, high, seed, budget):
+      for case in [(2, 2, 5, {}, 1, 20), (1, 3, 6, _BUDGET, 1, 20), (3, 1, 8, _STRIPED, 2, 5)]),
+    ("python", 2, 2, 5, _BUDGET, 1, 0)])
+def test_large_alltoalls_direct_and_the_reference_way(bridged, path, low, high, seed, env,
+                                                      forwarders, least):
     # The direct Alltoall (_collectives/direct.py) against the reference: a seeded mix on
     # three communicators with late ranks, a pending Ialltoall, large messages in flight and,
-    # with a small budget, deferred blocks; every block checked. A rank may take either way.
-    env = {"MMPI_RANK_PATH": path}
-    if budget:
-        env["MMPI_RECV_BUDGET"] = budget
+    # with a small budget, deferred blocks; with two forwarders, each pair's blocks through
+    # its own and the larger ones striped (the reference's); every block checked. A rank may
+    # take either way.
     job = bridged("direct_alltoall.py", str(seed), "80", low=low, high=high, timeout=100,
-                  env=env)
-    _ran_where_built(job, r"direct ok, 80 calls, (\d+) direct", low + high, path, 20)
+                  env={"MMPI_RANK_PATH": path, **env},
+                  launcher_args=("--forwarders", str(forwarders)))
+    _ran_where_built(job, r"direct ok, 80 calls, (\d+) direct", low + high, path, least)
 
 
 def _ran_where_built(job, pattern: str, ranks: int, path: str, least: int) -> None:
