@@ -76,14 +76,15 @@ def alltoall(c: Coll, sendbuf, recvbuf, blocking: bool = False):
             f"{rb.nbytes}; both must hold one equal block per rank ({c.size} ranks)"
         )
 
+    blk = rb.nbytes // c.size
+
     def steps(sview):
         if not c.contiguous:  # the clusters' ranks interleave: blocks by rank, as Alltoallv
             per = rb.count // c.size
             return _alltoallv(c, equal_blocks(sview, c.size, per, rb.dt, rb.extent),
                               equal_blocks(rb.view, c.size, per, rb.dt, rb.extent))
-        return _alltoall(c, sview, rb.view, rb.nbytes // c.size)
+        return _alltoall(c, sview, rb.view, blk)
 
-    blk = rb.nbytes // c.size
     if blocking and sent is not None and blk >= DIRECT_BLOCK and direct.usable(c, blk):
         return direct.Direct(c, lambda: checked(c, steps(sent), -1, rb.nbytes), sent, rb.view,
                              blk)

@@ -39,8 +39,8 @@ _IDLE_EVERY = 32  # yields between the engine's say (back-off, drains, liveness)
 class Direct:
     """A blocking Alltoall that may take this path (`_run.blocking` runs it, as `compiled.Call`).
 
-    `run()`: False, having done nothing, where the Rule does not hold; `reference()` then
-    gives the steps.
+    Made only where `usable`; `run()`: False, having done nothing, where the rest of the Rule
+    does not hold; `reference()` then gives the steps.
     """
 
     __slots__ = ("c", "reference", "sview", "rview", "blk")
@@ -53,7 +53,7 @@ class Direct:
         c, blk = self.c, self.blk
         e, ctx = c.engine, c.ctx
         p2p = c.p2p
-        if (e.fast is None or blk >= p2p.stripe_min or blk > e.chunk or _buffers.unpacks
+        if (blk >= p2p.stripe_min or blk > e.chunk
                 or p2p.monitor is not None or c.local is not ctx.comm or p2p.fanout.held
                 or ctx.queues.posted or ctx.queues.unexpected or e.broken is not None):
             return False
@@ -155,36 +155,26 @@ class _Wait:
         reference's way.
         """
         e, ctx = self.e, c.ctx
-        drain, contexts = e.fast.drain, e.contexts
-        links = list(enumerate(zip(e.handles, e.links, strict=True)))
-        cid = ctx.id
+        links, cid = e.links, ctx.id
         taken, ops = [], []
         quiet, tests = 0, len(e.tests)
+
+        def take(link: int, item) -> bool:  # one of this call's envelopes: its receive posted
+            env = _ours(item, cid, blk) if slots else None
+            if env is None or env.src not in slots:
+                return False
+            view = slots.pop(env.src)
+            natives.append(links[link][1].Irecv([view, blk, BYTE], 0, env.xfer))
+            taken.append(env.src)
+            return True
+
         if ctx.queues.unexpected:  # an engine round in the check's wait took an envelope
             _the_reference_way(c, slots, ops)
         while True:
-            came = False
-            for i, (handle, (_, data)) in links:
-                got = drain(handle, contexts)
-                if got is None:
-                    continue
-                came = True
-                e.heard[i] = time.monotonic()
-                rest = []
-                for item in got:
-                    env = _ours(item, cid, blk) if slots else None
-                    if env is not None and env.src in slots:
-                        view = slots.pop(env.src)
-                        natives.append(data.Irecv([view, blk, BYTE], 0, env.xfer))
-                        taken.append(env.src)
-                    else:
-                        rest.append(item)
-                if rest:
-                    e.hand_on(i, rest)
-                    if slots and ctx.queues.unexpected:
-                        _the_reference_way(c, slots, ops)
-            if came:
+            if e.pull_links(take):
                 self.woke()
+                if slots and ctx.queues.unexpected:  # handed on: taken the engine's way
+                    _the_reference_way(c, slots, ops)
                 continue
             if not slots and _Testall(natives) and all([op.poll() for _, op in ops]):
                 return taken, ops
