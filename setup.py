@@ -74,7 +74,8 @@ def _extensions() -> list[Extension]:
         optional=True,
     ) for name, sources in (("_mmpi_crelay", ["forwarder/_crelay.c"]),
                             ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c", "mmpi/_cpost.c",
-                                             "mmpi/_cfront.c", "mmpi/_cgate.c"]))]
+                                             "mmpi/_cfront.c", "mmpi/_cgate.c",
+                                             "mmpi/_cdirect.c"]))]
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

@@ -283,7 +283,7 @@ static char scratch[SCRATCH];
 
 /* Every message waiting on `comm`: None if none, else the list of those left to Python (see
  * drain's doc), empty if posted receives took them all here. */
-static PyObject *drain_comm(MPI_Comm comm, PyObject *contexts) {
+PyObject *crank_drain(MPI_Comm comm, PyObject *contexts) { /* also _cdirect.c's */
     PyObject *got = NULL;
     for (;;) {
         int flag = 0, count = 0, rc;
@@ -351,7 +351,7 @@ static PyObject *drain(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "K|O", &comm, &contexts)) return NULL;
     if (contexts != Py_None && !PyDict_Check(contexts))
         return PyErr_Format(PyExc_TypeError, "_mmpi_crank.drain: contexts must be a dict");
-    return drain_comm((MPI_Comm)comm, contexts);
+    return crank_drain((MPI_Comm)comm, contexts);
 }
 
 /* Whether ops[*k:] are all done (op.done is True), moving *k past those that are: 1; 0 if
@@ -387,7 +387,7 @@ static PyObject *wait_ops(PyObject *self, PyObject *args) {
     Py_ssize_t k = 0;
     PyObject *left = NULL;
     for (int idle = 0; idle < rounds;) {
-        PyObject *got = drain_comm((MPI_Comm)comm, contexts);
+        PyObject *got = crank_drain((MPI_Comm)comm, contexts);
         if (!got) return NULL;
         int came = got != Py_None;
         if (came) {
@@ -427,6 +427,7 @@ static PyObject *wait_link(PyObject *self, PyObject *args) {
 }
 
 PyObject *small_coll(PyObject *self, PyObject *args); /* _ccoll.c */
+PyObject *alltoall_blocks(PyObject *self, PyObject *args); /* _cdirect.c */
 PyObject *recv_setup(PyObject *self, PyObject *args); /* _cpost.c */
 extern PyTypeObject ReceiverType, SenderType;         /* _cpost.c */
 extern PyTypeObject FrontType;                        /* _cfront.c */
@@ -443,6 +444,9 @@ static PyMethodDef methods[] = {
     {"small_coll", small_coll, METH_VARARGS,
      "small_coll(...): a small blocking Barrier or Allreduce, its steps in one call "
      "(_ccoll.c)."},
+    {"alltoall_blocks", alltoall_blocks, METH_VARARGS,
+     "alltoall_blocks(...): a blocking Alltoall of large blocks, its steps in one call "
+     "(_cdirect.c)."},
     {"recv_setup", recv_setup, METH_VARARGS,
      "recv_setup(Op, template, Posted, BridgedRequest, Request, _op module, plain types, "
      "ANY_SOURCE, ANY_TAG, SENT): what Receiver.post and Sender.post make, once per "

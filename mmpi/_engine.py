@@ -116,6 +116,7 @@ class Engine(LinkReader):
         self.monitor = None  # a _monitor.Monitor while monitoring is on (see set_monitor)
         self.fast = _fastpath.choose()  # the compiled crossing path, or None
         self.handles = [ctrl.handle for ctrl, _ in links]
+        self.data_handles = tuple([data.handle for _, data in links])
         self.p2p = PointToPoint(self)
         self._fan = self.p2p.fanout  # held sends, flushed before any wait (_fanout Rule 1)
         self.crossings = Crossings(self)

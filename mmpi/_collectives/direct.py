@@ -2,18 +2,21 @@
 
 The same messages as `alltoall._alltoall`'s straight blocks (the reference): the check, the
 native alltoallv of this cluster's blocks, and for each rank of the other cluster an envelope
-and its block through the forwarder (protocol Rule 3). What differs is the waiting. The
-reference's waits take the engine's full rounds (both transports, every operation's poll,
-the back-off's clock), and on shared cores a waiting rank's long turns hold back the
-processes with work: measured, rounds 20 us heavier made a bare Python Alltoall of 64 KiB
+and its block through the forwarder (protocol Rule 3). What differs is the waiting, and where
+the steps run. The reference's waits take the engine's full rounds (both transports, every
+operation's poll, the back-off's clock), and on shared cores a waiting rank's turns hold back
+the processes with work: measured, rounds 20 us heavier made a bare Python Alltoall of 64 KiB
 blocks twice as slow (docs/performance.md, "Alltoall blocks straight to their ranks"). Here
-a round drains the links in C and tests the natives; the envelopes of this call's blocks are
-read here and their blocks' receives posted at once; everything else the drain finds goes to
-the engine in order, as its own rounds would hand it on.
+the steps and the rounds run in one compiled call (`_mmpi_crank.alltoall_blocks`,
+mmpi/_cdirect.c): a round drains the links and tests the requests; the envelopes of this
+call's blocks are read there and their blocks' receives posted at once; everything else the
+drain finds goes to the engine in order (`_Wait.hand`), as its own rounds would hand it on.
+Where an engine round took one of the call's envelopes, the compiled call gives up and the
+Python rounds here (`_Wait.blocks`) finish it, the blocks left received the reference's way.
 
 Rule: this path runs only where it sends exactly what the reference sends and receives what
 it would: blocks below the striping size (each through its pair's forwarder, Rule 5), of one
-chunk, the compiled drain, no monitor,
+chunk, the compiled rank path, no monitor,
 nothing waiting or posted in the collective context (so this call's envelopes are the first
 from each sender), credit for every block (no deferred send). A sender's block that comes
 otherwise (an envelope taken by an engine round, a deferred one) is received the reference's
@@ -26,13 +29,14 @@ import time
 
 from .. import _buffers
 from .._crossing import Coll
-from .._large import send_large
 from .._native import MPI
 from ..wire import protocol as P
 from ..wire.backoff import Backoff, yield_cpu
-from ._base import BYTE, T_ALLTOALL, checking, same_size, start_check, verify_check
+from ._base import BYTE, T_ALLTOALL, WORDS, checking, same_size, start_check, verify_check
 
 _Testall = MPI.Request.Testall
+_from_handle = MPI.Request.fromhandle  # not owned: MPI frees them as they complete
+_NO_WORDS = bytearray(8 * WORDS)  # the compiled call's words where there is no check
 _IDLE_EVERY = 32  # yields between the engine's say (back-off, drains, liveness)
 
 
@@ -72,25 +76,30 @@ def usable(c: Coll, blk: int) -> bool:
 
 def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
     e, ctx = c.engine, c.ctx
-    wait = _Wait(e)
-    if checking(c):  # first, as the reference: the cluster's ranks all make this call
-        words, req = start_check(c, -1, len(rview))
-        req.Start()
-        wait.native(req)
-        verify_check(c, words)
-    counts = [blk] * c.nmine
-    where = [r * blk for r in c.mine]
-    natives = [c.local.Ialltoallv([sview, (counts, where), BYTE],
-                                  [rview, (counts, where), BYTE])]
-    base = c.obase * blk
-    links, nfwd = e.links, e.nfwd
-    p2p, vrank, cid, chunk = c.p2p, e.vrank, ctx.id, e.chunk
-    for j, dest in enumerate(far):
-        env = P.Envelope(P.K_P2P, vrank, dest, T_ALLTOALL, cid, blk, chunk, p2p.next_xfer())
-        natives += send_large(links[P.route(vrank, dest, nfwd)], env,
-                              sview[base + j * blk:base + (j + 1) * blk])
-    slots = {dest: rview[base + j * blk:base + (j + 1) * blk] for j, dest in enumerate(far)}
-    taken, ops = wait.blocks(c, slots, natives, blk)
+    wait = _Wait(e, ctx)
+    words, check = start_check(c, -1, len(rview)) if checking(c) else (None, None)
+    if check is not None:  # first, as the reference: the cluster's ranks all make this call
+        check.Start()
+    p2p, vrank, nfwd = c.p2p, e.vrank, e.nfwd
+    heads = bytearray(P.ENVELOPE_SIZE * len(far))  # the envelopes: alive until they are sent
+    got = e.fast.alltoall_blocks(
+        c.local.handle, 0 if check is None else check.handle,
+        _NO_WORDS if words is None else words, WORDS, c.nmine, sview, rview, heads, blk,
+        tuple(c.mine), c.obase, tuple(far), tuple([P.route(vrank, d, nfwd) for d in far]),
+        tuple([p2p.next_xfer() for _ in far]), tuple(e.handles), e.data_handles, e.contexts,
+        vrank, ctx.id, T_ALLTOALL, e.chunk, len(e.tests), wait)
+    if got[0] == 1:  # the check found a mismatch; nothing was sent
+        verify_check(c, words)  # raises, naming who called what
+        raise AssertionError("alltoall_blocks and verify_check disagree")
+    taken, pending = got[1], got[2]
+    if pending is not None:  # an engine round took an envelope: the rest the reference's way
+        base = c.obase * blk
+        slots = {dest: rview[base + j * blk:base + (j + 1) * blk]
+                 for j, dest in enumerate(far) if dest not in taken}
+        more, ops = wait.blocks(c, slots, [_from_handle(h) for h in pending], blk)
+        taken = taken + more
+    else:
+        ops = ()
     flow = p2p.flow
     for src in taken:
         flow.consumed(src, blk)
@@ -101,16 +110,16 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
 
 
 class _Wait:
-    """Light rounds of waiting for one call's steps.
+    """Light rounds of waiting for one call's steps, and the compiled rounds' say.
 
     A round drains the links in C and tests the natives; a yield after a few rounds found
     nothing, and the engine's say once per `_IDLE_EVERY` yields.
     """
 
-    __slots__ = ("e", "rounds", "backoff", "since", "napping")
+    __slots__ = ("e", "ctx", "rounds", "backoff", "since", "napping")
 
-    def __init__(self, e) -> None:
-        self.e, self.rounds = e, 0
+    def __init__(self, e, ctx) -> None:
+        self.e, self.ctx, self.rounds = e, ctx, 0
         self.backoff = Backoff()
         self.since = time.monotonic()
         self.napping = False  # the back-off naps: a round per nap, not a core kept busy
@@ -121,12 +130,28 @@ class _Wait:
         if self.rounds % _IDLE_EVERY and not self.napping:
             yield_cpu()
             return
+        self._say()
+
+    def _say(self) -> None:
         e = self.e
         if e.progress():
             self.backoff.reset()
         e.alive(self.since)
         self.backoff.idle()
         self.napping = self.backoff.napping()
+
+    # -- the compiled rounds' calls (_cdirect.c): bit 1 of the answer, an envelope of this
+    # context waits in the engine's queues, so the blocks left go the reference's way
+    def say(self) -> int:
+        """The engine's say; bit 0: the back-off naps."""
+        self._say()
+        return self.napping | (2 if self.ctx.queues.unexpected else 0)
+
+    def hand(self, link: int, items: list) -> int:
+        """Hand on what a drain of `link` found and the call did not take."""
+        self.e.hand_on(link, items)
+        self.woke()
+        return 2 if self.ctx.queues.unexpected else 0
 
     def woke(self) -> None:
         """Something came: poll eagerly again."""
