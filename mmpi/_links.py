@@ -20,12 +20,8 @@ _ANY_TAG = MPI.ANY_TAG
 class LinkReader:
     """The engine's reading of its forwarder links (the engine's own state, its attributes)."""
 
-    def pull_links(self, take=None) -> bool:
-        """Pull what the forwarders have sent (the bridged half of `progress`).
-
-        `take(link, item)`, with the compiled drain: a caller's first look at each message
-        the drain leaves to Python; what it takes (True) is not handed on.
-        """
+    def pull_links(self) -> bool:
+        """Pull what the forwarders have sent (the bridged half of `progress`)."""
         did = False
         if self.fast is not None:  # the same, each link's messages in one call (_crank.c)
             # what a posted receive takes whole, drain completes itself
@@ -33,8 +29,6 @@ class LinkReader:
             for i, handle in enumerate(self.handles):
                 got = drain(handle, contexts)
                 if got is not None:
-                    if take is not None:
-                        got = [item for item in got if not take(i, item)]
                     self.hand_on(i, got)
                     did = True
             return did

@@ -12,7 +12,7 @@ mmpi/_cdirect.c): a round drains the links and tests the requests; the envelopes
 call's blocks are read there and their blocks' receives posted at once; everything else the
 drain finds goes to the engine in order (`_Wait.hand`), as its own rounds would hand it on.
 Where an engine round took one of the call's envelopes, the compiled call gives up and the
-Python rounds here (`_Wait.blocks`) finish it, the blocks left received the reference's way.
+blocks left are received the reference's way, in the engine's wait.
 
 Rule: this path runs only where it sends exactly what the reference sends and receives what
 it would: blocks below the striping size (each through its pair's forwarder, Rule 5), of one
@@ -31,13 +31,12 @@ from .. import _buffers
 from .._crossing import Coll
 from .._native import MPI
 from ..wire import protocol as P
-from ..wire.backoff import Backoff, yield_cpu
-from ._base import BYTE, T_ALLTOALL, WORDS, checking, same_size, start_check, verify_check
+from ..wire.backoff import Backoff
+from ._base import T_ALLTOALL, WORDS, checking, same_size, start_check, verify_check
 
 _Testall = MPI.Request.Testall
 _from_handle = MPI.Request.fromhandle  # not owned: MPI frees them as they complete
 _NO_WORDS = bytearray(8 * WORDS)  # the compiled call's words where there is no check
-_IDLE_EVERY = 32  # yields between the engine's say (back-off, drains, liveness)
 
 
 class Direct:
@@ -92,14 +91,13 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
         verify_check(c, words)  # raises, naming who called what
         raise AssertionError("alltoall_blocks and verify_check disagree")
     taken, pending = got[1], got[2]
+    ops = []
     if pending is not None:  # an engine round took an envelope: the rest the reference's way
         base = c.obase * blk
-        slots = {dest: rview[base + j * blk:base + (j + 1) * blk]
-                 for j, dest in enumerate(far) if dest not in taken}
-        more, ops = wait.blocks(c, slots, [_from_handle(h) for h in pending], blk)
-        taken = taken + more
-    else:
-        ops = ()
+        _the_reference_way(c, {dest: rview[base + j * blk:base + (j + 1) * blk]
+                               for j, dest in enumerate(far) if dest not in taken}, ops)
+        natives = [_from_handle(h) for h in pending]
+        e.wait_for(lambda: _Testall(natives) and all([op.poll() for _, op in ops]))
     flow = p2p.flow
     for src in taken:
         flow.consumed(src, blk)
@@ -110,118 +108,41 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int]) -> None:
 
 
 class _Wait:
-    """Light rounds of waiting for one call's steps, and the compiled rounds' say.
+    """What the compiled rounds (_cdirect.c) ask of Python.
 
-    A round drains the links in C and tests the natives; a yield after a few rounds found
-    nothing, and the engine's say once per `_IDLE_EVERY` yields.
+    The engine's say now and then, and the messages their drains found for others handed on.
     """
 
-    __slots__ = ("e", "ctx", "rounds", "backoff", "since", "napping")
+    __slots__ = ("e", "ctx", "backoff", "since", "napping")
 
     def __init__(self, e, ctx) -> None:
-        self.e, self.ctx, self.rounds = e, ctx, 0
+        self.e, self.ctx = e, ctx
         self.backoff = Backoff()
         self.since = time.monotonic()
         self.napping = False  # the back-off naps: a round per nap, not a core kept busy
 
-    def idle(self) -> None:
-        """After rounds that found nothing: yield, and now and then let the engine poll."""
-        self.rounds += 1
-        if self.rounds % _IDLE_EVERY and not self.napping:
-            yield_cpu()
-            return
-        self._say()
-
-    def _say(self) -> None:
+    def say(self) -> int:
+        """The engine's say (its progress, liveness, back-off); bit 0: the back-off naps."""
         e = self.e
         if e.progress():
             self.backoff.reset()
         e.alive(self.since)
         self.backoff.idle()
         self.napping = self.backoff.napping()
-
-    # -- the compiled rounds' calls (_cdirect.c): bit 1 of the answer, an envelope of this
-    # context waits in the engine's queues, so the blocks left go the reference's way
-    def say(self) -> int:
-        """The engine's say; bit 0: the back-off naps."""
-        self._say()
-        return self.napping | (2 if self.ctx.queues.unexpected else 0)
+        return self.napping | self._gone()
 
     def hand(self, link: int, items: list) -> int:
         """Hand on what a drain of `link` found and the call did not take."""
         self.e.hand_on(link, items)
-        self.woke()
-        return 2 if self.ctx.queues.unexpected else 0
-
-    def woke(self) -> None:
-        """Something came: poll eagerly again."""
-        if self.napping:
+        if self.napping:  # something came: poll eagerly again
             self.backoff.reset()
             self.napping = False
+        return self._gone()
 
-    def native(self, req) -> None:
-        """Wait for `req`, the check's persistent allgather, with its own Test.
-
-        (MPICH's Testall of a persistent collective request fails here, plain mpi4py too.)
-        """
-        test = req.Test
-        while True:
-            for _ in self.e.tests:
-                if test():
-                    return
-                if self.napping:
-                    break
-            self.idle()
-
-    def blocks(self, c: Coll, slots: dict, natives: list, blk: int):
-        """Receive the far blocks into `slots` (world rank -> view) while `natives` complete.
-
-        Returns the senders whose blocks came this way and (rank, op) of those received the
-        reference's way.
-        """
-        e, ctx = self.e, c.ctx
-        links, cid = e.links, ctx.id
-        taken, ops = [], []
-        quiet, tests = 0, len(e.tests)
-
-        def take(link: int, item) -> bool:  # one of this call's envelopes: its receive posted
-            env = _ours(item, cid, blk) if slots else None
-            if env is None or env.src not in slots:
-                return False
-            view = slots.pop(env.src)
-            natives.append(links[link][1].Irecv([view, blk, BYTE], 0, env.xfer))
-            taken.append(env.src)
-            return True
-
-        if ctx.queues.unexpected:  # an engine round in the check's wait took an envelope
-            _the_reference_way(c, slots, ops)
-        while True:
-            if e.pull_links(take):
-                self.woke()
-                if slots and ctx.queues.unexpected:  # handed on: taken the engine's way
-                    _the_reference_way(c, slots, ops)
-                continue
-            if not slots and _Testall(natives) and all([op.poll() for _, op in ops]):
-                return taken, ops
-            quiet += 1
-            if quiet % tests and not self.napping:  # rounds per yield, as native waits have
-                continue
-            self.idle()
-            if slots and ctx.queues.unexpected and (self.napping
-                                                    or self.rounds % _IDLE_EVERY == 0):
-                _the_reference_way(c, slots, ops)  # an engine round took an envelope
-
-
-def _ours(item, cid: int, blk: int):
-    """The envelope of one of this call's blocks, if `item` (from the drain) is one."""
-    tag, buf, src = item[0], item[1], item[2]
-    if tag != P.T_LARGE or src >= 0 or len(buf) != P.ENVELOPE_SIZE:
-        return None
-    env = P.unpack(buf)
-    if (env.kind != P.K_P2P or env.flags or env.context != cid or env.tag != T_ALLTOALL
-            or env.nbytes != blk or env.chunk < blk):
-        return None
-    return env
+    def _gone(self) -> int:
+        # bit 1: an envelope of this context waits in the engine's queues (an engine round
+        # took one), so the blocks left go the reference's way
+        return 2 if self.ctx.queues.unexpected else 0
 
 
 def _the_reference_way(c: Coll, slots: dict, ops: list) -> None:
