@@ -23,8 +23,9 @@
  * A small Bcast or Reduce instead carries its data in the check (mmpi/_collectives/carried.py,
  * the reference): see bcast_carried and reduce_carried below.
  * Every wait tests `tests` times per sched_yield (the GIL released while yielding); after
- * `first` rounds it gives the engine its say once per 32 rounds, `idle(n, crossing)`: its
- * back-off, drains and liveness checks, which may raise; `idle` returns True while the
+ * `first` rounds it gives the engine its say once per SAY_EVERY seconds (_ccoll.h),
+ * `idle(n, crossing)` (n from 0 in each wait): its back-off, drains and liveness checks,
+ * which may raise; `idle` returns True while the
  * back-off naps (a round per call then), or, in the crossing's wait (`crossing` 1), the
  * crossing kept meanwhile by a drain as (tag, call, payload). A drain in an earlier wait of
  * the call may have kept it too: the crossing's wait then first asks `idle(-1, 1)`.
@@ -50,7 +51,6 @@ extern int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int 
 #define T_COLL 3 /* mmpi/wire/protocol.py */
 #define VERSION 2
 #define ENVELOPE_SIZE 40
-#define ROUNDS_PER_IDLE 32
 
 static void yield_cpu(void) {
     Py_BEGIN_ALLOW_THREADS
@@ -62,11 +62,16 @@ static void yield_cpu(void) {
  * else a new reference: None, or what idle() returned. */
 static PyObject *next_round(Waiter *w) {
     long r = w->round++;
-    if (r < w->first || (!w->napping && (r - w->first) % ROUNDS_PER_IDLE != 0)) {
-        yield_cpu();
-        Py_RETURN_NONE;
+    if (r == 0) w->say_at = ccoll_now() + SAY_EVERY, w->says = 0;
+    if (!w->napping) {
+        double now = r < w->first ? 0 : ccoll_now();
+        if (now < w->say_at) {
+            yield_cpu();
+            Py_RETURN_NONE;
+        }
+        w->say_at = now + SAY_EVERY;
     }
-    PyObject *got = PyObject_CallFunction(w->idle, "li", r - w->first, w->crossing);
+    PyObject *got = PyObject_CallFunction(w->idle, "li", w->says++, w->crossing);
     w->idled = 1;
     if (!got) return NULL;
     w->napping = got == Py_True;

@@ -5,13 +5,26 @@
 
 #include <Python.h>
 #include <mpi.h>
+#include <time.h>
 
 enum { BARRIER, ALLREDUCE, BCAST, REDUCE };
+
+/* A long wait's rounds give the engine its say (back-off, drains, liveness) once per this
+ * many seconds: a say is interpreted, and every turn a waiting rank takes on shared cores
+ * costs the others its length (docs/performance.md, "Small collectives"). */
+#define SAY_EVERY 0.0005
+
+static inline double ccoll_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 typedef struct {
     int tests, first;
     PyObject *idle;
-    long round;
+    long round, says;
+    double say_at;
     int napping, crossing;
     int idled; /* idle() has run in this call: a drain may have kept the peer's crossing */
 } Waiter;

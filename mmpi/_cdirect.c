@@ -23,8 +23,9 @@
  *      receive posted at once into rbuf; everything else goes to `say.hand(link, items)` in
  *      order (the engine's hand-on), also when nothing is left. A round that finds nothing
  *      tests the requests once every block is posted, and yields the CPU every `tests` such
- *      rounds; every 32nd yield, or each round while the back-off naps, `say.say()` gives the
- *      engine's say (its progress, liveness, back-off): bit 0 of its answer, it naps.
+ *      rounds; once per SAY_EVERY seconds (_ccoll.h) instead of a yield, or each round while
+ *      the back-off naps, `say.say()` gives the engine's say (its progress, liveness,
+ *      back-off): bit 0 of its answer, it naps.
  * `say.hand` and `say.say` answer with bit 1 set when an envelope of this context waits in
  * the engine's queues (an engine round took one): the call then stops taking envelopes and
  * returns what Python must finish the reference's way.
@@ -41,6 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_ccoll.h" /* SAY_EVERY, ccoll_now */
+
 /* mmpi/_crank.c */
 extern PyObject *crank_mpi_error(const char *call, int rc);
 extern PyObject *crank_drain(MPI_Comm comm, PyObject *contexts);
@@ -50,22 +53,25 @@ extern PyObject *crank_drain(MPI_Comm comm, PyObject *contexts);
 #define K_P2P 1
 #define T_LARGE 2
 #define ENVELOPE_SIZE 40
-#define YIELDS_PER_SAY 32
 
 typedef struct {
     PyObject *say;
     int tests, napping, giveup;
-    long yields;
+    double say_at;
 } Rounds;
 
 /* After rounds that found nothing: yield, or let the engine have its say. -1 on error. */
 static int quiet_round(Rounds *w) {
-    w->yields++;
-    if (w->yields % YIELDS_PER_SAY && !w->napping) {
-        Py_BEGIN_ALLOW_THREADS
-        sched_yield();
-        Py_END_ALLOW_THREADS
-        return 0;
+    if (!w->napping) {
+        double now = ccoll_now();
+        if (w->say_at == 0) w->say_at = now + SAY_EVERY;
+        if (now < w->say_at) {
+            Py_BEGIN_ALLOW_THREADS
+            sched_yield();
+            Py_END_ALLOW_THREADS
+            return 0;
+        }
+        w->say_at = now + SAY_EVERY;
     }
     PyObject *got = PyObject_CallMethod(w->say, "say", NULL);
     if (!got) return -1;
