@@ -44,11 +44,14 @@ def bridged_waitall(reqs: list) -> bool:
     """Waitall of bridged requests, no statuses: the commonest (a window of receives)."""
     for r in reqs:
         if not (r._op.done or r._consumed):
+            ops = [q._op for q in reqs if not (q._op.done or q._consumed)]
             # receives from the other cluster alone: the first rounds watch the links only,
-            # in C where they can (Engine.wait_plain)
-            remote = all([q._op.remote or q._op.done or q._consumed for q in reqs])
+            # in C where they can (Engine.wait_plain), and often complete them all
+            remote = all([op.remote for op in ops])
             if remote and engine is not None:
-                engine.wait_plain([q._op for q in reqs if not (q._op.done or q._consumed)])
+                engine.wait_plain(ops)
+                if all([op.done for op in ops]):
+                    break
             wait_native(all_done(reqs), remote)
             break
     error = None
