@@ -78,19 +78,25 @@ static PyObject *next_round(Waiter *w) {
     return got;
 }
 
+int ccoll_test(MPI_Request *r, int tests) {
+    for (int t = 0; t < tests; t++) {
+        int flag = 0, rc = MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            crank_mpi_error("MPI_Test", rc);
+            return -1;
+        }
+        if (flag) return 1;
+    }
+    return 0;
+}
+
 /* Wait for native request `r`: 0 when complete, -1 on error. */
 static int wait_request(MPI_Request *r, Waiter *w) {
     w->round = 0;
     w->napping = w->crossing = 0;
     for (;;) {
-        for (int t = 0; t < w->tests; t++) {
-            int flag = 0, rc = MPI_Test(r, &flag, MPI_STATUS_IGNORE);
-            if (rc != MPI_SUCCESS) {
-                crank_mpi_error("MPI_Test", rc);
-                return -1;
-            }
-            if (flag) return 0;
-        }
+        int done = ccoll_test(r, w->tests);
+        if (done) return done < 0 ? -1 : 0;
         PyObject *got = next_round(w);
         if (!got) return -1;
         Py_DECREF(got);

@@ -42,6 +42,9 @@ typedef struct {
     Waiter w;
 } Call;
 
+/* Test native request `r` up to `tests` times: 1 once complete, 0 if not yet, -1 on error. */
+int ccoll_test(MPI_Request *r, int tests);
+
 /* Run the call `k` describes: None when done, a tuple for Python to raise (see _ccoll.c), or
  * NULL with an exception set. Its buffers stay the caller's to release. */
 PyObject *ccoll_run(Call *k);

@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_ccoll.h" /* SAY_EVERY, ccoll_now */
+#include "_ccoll.h" /* SAY_EVERY, ccoll_now, ccoll_test */
 
 /* mmpi/_crank.c */
 extern PyObject *crank_mpi_error(const char *call, int rc);
@@ -85,15 +85,8 @@ static int quiet_round(Rounds *w) {
 
 static int test_check(MPI_Request *r, Rounds *w) { /* 0 when complete, -1 on error */
     for (;;) {
-        for (int t = 0; t < w->tests; t++) {
-            int flag = 0, rc = MPI_Test(r, &flag, MPI_STATUS_IGNORE);
-            if (rc != MPI_SUCCESS) {
-                crank_mpi_error("MPI_Test", rc);
-                return -1;
-            }
-            if (flag) return 0;
-            if (w->napping) break;
-        }
+        int done = ccoll_test(r, w->napping ? 1 : w->tests); /* a test per nap once napping */
+        if (done) return done < 0 ? -1 : 0;
         if (quiet_round(w) < 0) return -1;
     }
 }
