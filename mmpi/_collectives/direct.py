@@ -37,6 +37,7 @@ from ._base import T_ALLTOALL, WORDS, checking, same_size, start_check, verify_c
 _Testall = MPI.Request.Testall
 _from_handle = MPI.Request.fromhandle  # not owned: MPI frees them as they complete
 _NO_WORDS = bytearray(8 * WORDS)  # the compiled call's words where there is no check
+_INT_MAX = 2**31 - 1  # the native alltoallv's byte displacements are C ints
 
 
 class Direct:
@@ -56,7 +57,7 @@ class Direct:
         c, blk = self.c, self.blk
         e, ctx = c.engine, c.ctx
         p2p = c.p2p
-        if (blk >= p2p.stripe_min or blk > e.chunk
+        if (blk >= p2p.stripe_min or blk > e.chunk or (c.size + c.nmine) * blk > _INT_MAX
                 or p2p.monitor is not None or c.local is not ctx.comm or p2p.fanout.held
                 or ctx.queues.posted or ctx.queues.unexpected or e.broken is not None):
             return False
