@@ -7,7 +7,7 @@
  * interpreted posting and wait rounds were most of what a bridged 64 KiB Alltoall cost above
  * a bare one (docs/performance.md, "Alltoall blocks straight to their ranks").
  *
- *   alltoall_blocks(local, check, words, nwords, nmine, sbuf, rbuf, heads, blk, mine,
+ *   alltoall_blocks(local, check, words, nwords, nmine, sbuf, rbuf, heads, got, blk, mine,
  *                   obase, far, routes, xfers, ctrls, datas, contexts, vrank, cid, tag,
  *                   chunk, tests, say)
  *
@@ -19,19 +19,20 @@
  *      sends) and its block, sbuf's block obase + j, on its data channel tagged xfers[j]
  *      (one chunk: blk <= chunk);
  *   4. rounds: each link drained (crank_drain); an envelope of this call's (T_LARGE, K_P2P, no
- *      flags, context `cid`, tag `tag`, blk bytes) from a rank still awaited has its block's
- *      receive posted at once into rbuf; everything else goes to `say.hand(link, items)` in
+ *      flags, context `cid`, tag `tag`, blk bytes) from a rank still awaited (got[j] 0, a byte
+ *      per far rank that Python shares: 1 where it receives the block itself) has its
+ *      block's receive posted at once into rbuf (got[j] set to TAKEN); everything else goes to `say.hand(link, items)` in
  *      order (the engine's hand-on), also when nothing is left. A round that finds nothing
  *      tests the requests once every block is posted, and yields the CPU every `tests` such
  *      rounds; once per SAY_EVERY seconds (_ccoll.h) instead of a yield, or each round while
  *      the back-off naps, `say.say()` gives the engine's say (its progress, liveness,
  *      back-off): bit 0 of its answer, it naps.
- * `say.hand` and `say.say` answer with bit 1 set when an envelope of this context waits in
- * the engine's queues (an engine round took one): the call then stops taking envelopes and
- * returns what Python must finish the reference's way.
+ * `say.hand` and `say.say` answer with bit 1 set when a message from an awaited rank waits in
+ * the engine's queues (an engine round took its envelope): the call then stops taking
+ * envelopes and returns what Python must finish the reference's way.
  * Returns (1,) if the check found a mismatch (nothing sent; the words hold everyone's), else
- * (0, taken, pending): the ranks whose blocks it received, and None when every request is
- * complete, or the handles of those still pending (the call gave up).
+ * (0, taken, pending): the ranks whose blocks it received (got TAKEN), and None when every
+ * request is complete, or the handles of those still pending (the call gave up).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -53,6 +54,7 @@ extern PyObject *crank_drain(MPI_Comm comm, PyObject *contexts);
 #define K_P2P 1
 #define T_LARGE 2
 #define ENVELOPE_SIZE 40
+#define TAKEN 2 /* got[j]: far[j]'s block's receive posted by this call */
 
 typedef struct {
     PyObject *say;
@@ -109,7 +111,7 @@ static void envelope(char *e, int src, int dst, int tag, int cid, uint64_t nbyte
 typedef struct {
     Py_ssize_t nfar, blk, obase, awaited;
     long *far;       /* world ranks of the other cluster's ranks, in their order */
-    char *got;       /* got[j]: far[j]'s block posted (or given up) */
+    char *got;       /* got[j]: 0 awaited, 1 Python's already, TAKEN posted here */
     char *rbuf;
     int cid, tag;
     MPI_Comm *datas;
@@ -147,7 +149,7 @@ static int take(Blocks *b, int link, PyObject *item) {
             return -1;
         }
         b->nreqs++;
-        b->got[j] = 1;
+        b->got[j] = TAKEN;
         b->awaited--;
         return 1;
     }
@@ -245,8 +247,8 @@ static PyObject *run(Blocks *b, Py_buffer *sb, Py_buffer *words, int nwords, int
     }
     PyObject *taken = PyList_New(0), *pending = Py_None;
     for (Py_ssize_t j = 0; taken && j < b->nfar; j++) {
-        PyObject *r = b->got[j] ? PyLong_FromLong(b->far[j]) : NULL;
-        if (b->got[j] && (!r || PyList_Append(taken, r) < 0)) Py_CLEAR(taken);
+        PyObject *r = b->got[j] == TAKEN ? PyLong_FromLong(b->far[j]) : NULL;
+        if (b->got[j] == TAKEN && (!r || PyList_Append(taken, r) < 0)) Py_CLEAR(taken);
         Py_XDECREF(r);
     }
     if (taken && w->giveup) {
@@ -270,14 +272,14 @@ static PyObject *run(Blocks *b, Py_buffer *sb, Py_buffer *words, int nwords, int
 
 PyObject *alltoall_blocks(PyObject *self, PyObject *args) {
     unsigned long long local_h, check_h;
-    Py_buffer words, sb, rb, hb;
+    Py_buffer words, sb, rb, hb, gb;
     int nwords, nmine, vrank, cid, tag;
     Py_ssize_t blk, obase, chunk;
     PyObject *mine, *far, *routes, *xfers, *ctrls_t, *datas_t, *contexts;
     Rounds w = {0};
     Blocks b = {0};
-    if (!PyArg_ParseTuple(args, "KKw*iiy*w*w*nO!nO!O!O!O!O!O!iiiniO", &local_h, &check_h,
-                          &words, &nwords, &nmine, &sb, &rb, &hb, &blk, &PyTuple_Type, &mine,
+    if (!PyArg_ParseTuple(args, "KKw*iiy*w*w*w*nO!nO!O!O!O!O!O!iiiniO", &local_h, &check_h,
+                          &words, &nwords, &nmine, &sb, &rb, &hb, &gb, &blk, &PyTuple_Type, &mine,
                           &obase, &PyTuple_Type, &far, &PyTuple_Type, &routes, &PyTuple_Type,
                           &xfers, &PyTuple_Type, &ctrls_t, &PyTuple_Type, &datas_t,
                           &PyDict_Type, &contexts, &vrank, &cid, &tag, &chunk, &w.tests,
@@ -290,7 +292,7 @@ PyObject *alltoall_blocks(PyObject *self, PyObject *args) {
         PyTuple_GET_SIZE(xfers) != nfar || PyTuple_GET_SIZE(datas_t) != nlinks || nlinks < 1 ||
         blk < 1 || blk > chunk || (obase + nfar) * blk > INT_MAX ||
         (Py_ssize_t)(nmine + obase + nfar) * blk > INT_MAX || sb.len < (obase + nfar) * blk ||
-        rb.len < (obase + nfar) * blk || hb.len < nfar * ENVELOPE_SIZE ||
+        rb.len < (obase + nfar) * blk || hb.len < nfar * ENVELOPE_SIZE || gb.len != nfar ||
         (check_h && words.len < (Py_ssize_t)sizeof(int64_t) * nwords * (nmine + 1)) ||
         nwords < 3) {
         PyErr_SetString(PyExc_ValueError, "_mmpi_crank.alltoall_blocks: bad arguments");
@@ -298,17 +300,18 @@ PyObject *alltoall_blocks(PyObject *self, PyObject *args) {
     }
     MPI_Comm *ctrls = malloc(2 * nlinks * sizeof(MPI_Comm));
     b.far = malloc((nfar + 1) * sizeof(long));
-    b.got = calloc(nfar + 1, 1);
     b.reqs = malloc((3 * nfar + 1) * sizeof(MPI_Request));
     int *counts = malloc(2 * (nmine + 1) * sizeof(int));
-    if (!ctrls || !b.far || !b.got || !b.reqs || !counts) {
+    if (!ctrls || !b.far || !b.reqs || !counts) {
         PyErr_NoMemory();
     } else if (handles(ctrls_t, ctrls, nlinks) == 0 &&
                handles(datas_t, ctrls + nlinks, nlinks) == 0) {
         for (Py_ssize_t j = 0; j < nfar && !PyErr_Occurred(); j++)
             b.far[j] = PyLong_AsLong(PyTuple_GET_ITEM(far, j));
         if (!PyErr_Occurred()) {
-            b.nfar = b.awaited = nfar;
+            b.nfar = nfar;
+            b.got = gb.buf;
+            for (Py_ssize_t j = 0; j < nfar; j++) b.awaited += !b.got[j];
             b.blk = blk;
             b.obase = obase;
             b.rbuf = rb.buf;
@@ -323,7 +326,6 @@ PyObject *alltoall_blocks(PyObject *self, PyObject *args) {
     }
     free(ctrls);
     free(b.far);
-    free(b.got);
     free(b.reqs);
     free(counts);
 done:
@@ -331,5 +333,6 @@ done:
     PyBuffer_Release(&sb);
     PyBuffer_Release(&rb);
     PyBuffer_Release(&hb);
+    PyBuffer_Release(&gb);
     return result;
 }

@@ -165,11 +165,14 @@ class Engine(LinkReader):
         if self.finalized:
             raise StateError(f"rank {self.vrank}: MPI communication after Finalize")
 
-    def progress(self) -> bool:
-        """Pull every message that has arrived on either transport into its place."""
+    def progress(self, links: bool = True) -> bool:
+        """Pull every message that has arrived on either transport into its place.
+
+        `links` False: not the forwarder links (a compiled wait that drains them itself).
+        """
         if self._fan.held and self._fan.due():
             self._fan.flush()
-        did = self.pull_links()
+        did = self.pull_links() if links else False
         if self.p2p.pull_local():
             did = True
         if self.background and not self._in_background:

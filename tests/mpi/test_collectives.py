@@ -183,14 +183,17 @@ _STRIPED = {"MMPI_STRIPE_MIN": "65536"}  # with two forwarders: blocks of 64 KiB
 def test_large_alltoalls_direct_and_the_reference_way(bridged, path, low, high, seed, env,
                                                       forwarders, least):
     # The direct Alltoall (_collectives/direct.py) against the reference: a seeded mix on
-    # three communicators with late ranks, a pending Ialltoall, large messages in flight and,
-    # with a small budget, deferred blocks; with two forwarders, each pair's blocks through
-    # its own and the larger ones striped (the reference's); every block checked. A rank may
-    # take either way.
+    # three communicators with late ranks, calls back to back, a pending Ialltoall, large
+    # messages in flight and, with a small budget, deferred blocks; with two forwarders, each
+    # pair's blocks through its own and the larger ones striped (the reference's); every
+    # block checked. A rank may take either way.
     job = bridged("direct_alltoall.py", str(seed), "80", low=low, high=high, timeout=100,
                   env={"MMPI_RANK_PATH": path, **env},
                   launcher_args=("--forwarders", str(forwarders)))
     _ran_where_built(job, r"direct ok, 80 calls, (\d+) direct", low + high, path, least)
+    if path == "compiled" and forwarders == 1:  # (two forwarders stripe most of its blocks)
+        # back to back after a progress step, calls found their envelopes queued
+        assert sum(int(n) for n in re.findall(r"(\d+) early", job.stdout)) > 0, job.output
 
 
 def _ran_where_built(job, pattern: str, ranks: int, path: str, least: int) -> None:

@@ -3,8 +3,10 @@
 `python direct_alltoall.py SEED ROUNDS` on a bridged job: on COMM_WORLD, a split of it and a
 dup alive at once, a seeded mix of Alltoalls whose blocks go straight to their ranks (40 KB to
 160 KiB, three dtypes), and around them now and then:
-- a late rank: its peers' envelopes come before its call, an engine round takes them, and
-  those blocks are received the reference's way (and, 30 ms late, its peers' waits nap);
+- a late rank: its peers' envelopes come before its call (and, 30 ms late, its peers' waits
+  nap);
+- two calls back to back, a late rank making a progress step (an Iprobe) between them: the
+  next call's envelopes wait queued when it starts, and the reference's receives take them;
 - an Ialltoall just before on the same communicator (pending when the Alltoall starts);
 - a large message between two ranks in flight across the call (the call's drain finds its
   envelope and hands it on);
@@ -12,9 +14,10 @@ dup alive at once, a seeded mix of Alltoalls whose blocks go straight to their r
   call: with MMPI_RECV_BUDGET small the sender's credit runs out, its call goes the
   reference's way and its blocks come deferred;
 - a Barrier.
-Every block is checked. Each rank prints how many calls took the direct path and how many
-blocks it received the reference's way from it, so that the test can tell it ran where built
-and did not under MMPI_RANK_PATH=python.
+Every block is checked. Each rank prints how many calls took the direct path, how many blocks
+it received the reference's way from it (moved), and how many such calls found envelopes
+queued (early), so that the test can tell it ran where built and did not under
+MMPI_RANK_PATH=python.
 """
 
 import sys
@@ -30,8 +33,8 @@ rank, size = world.Get_rank(), world.Get_size()
 seed, rounds = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(seed)  # the same draws on every rank
 
-ran = moved = 0
-_exchange, _reference_way = direct._exchange, direct._the_reference_way
+ran = moved = early = 0
+_exchange, _reference_way, _early = direct._exchange, direct._the_reference_way, direct._early
 
 
 def exchange(*args):
@@ -46,7 +49,14 @@ def reference_way(c, slots, ops):
     return _reference_way(c, slots, ops)
 
 
-direct._exchange, direct._the_reference_way = exchange, reference_way
+def early_ones(c, blk):
+    global early
+    got = _early(c, blk)
+    early += len(got or ())
+    return got
+
+
+direct._exchange, direct._the_reference_way, direct._early = exchange, reference_way, early_ones
 
 halves = world.Split(rank % 2, rank)  # each spans both clusters where size allows
 dup = world.Dup()
@@ -112,5 +122,15 @@ for call in range(rounds):
         MPI.Request.Waitall(flood)
     if kind == 4:
         comm.Barrier()
+    if kind == 5:  # back to back; the late rank's progress queues the next call's envelopes
+        if rank == late:
+            time.sleep(0.005)
+            world.Iprobe(MPI.ANY_SOURCE, 99)
+        recv[:] = 0
+        comm.Alltoall(send, recv)
+        for i in range(cs):
+            if not np.all(recv[i * n:(i + 1) * n] == value(i, cr, call)):
+                fail(f"call {call}, again: block from rank {i} of {cs}")
 
-print(f"rank {rank}: direct ok, {rounds} calls, {ran} direct, {moved} moved", flush=True)
+print(f"rank {rank}: direct ok, {rounds} calls, {ran} direct, {moved} moved, {early} early",
+      flush=True)
