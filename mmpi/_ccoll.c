@@ -52,24 +52,14 @@ extern int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int 
 #define VERSION 2
 #define ENVELOPE_SIZE 40
 
-static void yield_cpu(void) {
-    Py_BEGIN_ALLOW_THREADS
-    sched_yield();
-    Py_END_ALLOW_THREADS
-}
-
 /* After a round of tests found nothing: yield, or let the engine have its say. NULL on error,
  * else a new reference: None, or what idle() returned. */
 static PyObject *next_round(Waiter *w) {
     long r = w->round++;
-    if (r == 0) w->say_at = ccoll_now() + SAY_EVERY, w->says = 0;
-    if (!w->napping) {
-        double now = r < w->first ? 0 : ccoll_now();
-        if (now < w->say_at) {
-            yield_cpu();
-            Py_RETURN_NONE;
-        }
-        w->say_at = now + SAY_EVERY;
+    if (r == 0) w->say_at = ccoll_now() + SAY_EVERY, w->says = 0; /* from the wait's start */
+    if (!w->napping && (r < w->first || !ccoll_say_due(&w->say_at))) {
+        ccoll_yield();
+        Py_RETURN_NONE;
     }
     PyObject *got = PyObject_CallFunction(w->idle, "li", w->says++, w->crossing);
     w->idled = 1;

@@ -5,6 +5,7 @@
 
 #include <Python.h>
 #include <mpi.h>
+#include <sched.h>
 #include <time.h>
 
 enum { BARRIER, ALLREDUCE, BCAST, REDUCE };
@@ -18,6 +19,23 @@ static inline double ccoll_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Whether the engine's say is due by the clock (then the next is SAY_EVERY from now); a
+ * `*say_at` of 0 starts the clock. */
+static inline int ccoll_say_due(double *say_at) {
+    double now = ccoll_now();
+    if (*say_at == 0) *say_at = now + SAY_EVERY;
+    if (now < *say_at) return 0;
+    *say_at = now + SAY_EVERY;
+    return 1;
+}
+
+/* Yield the CPU, the GIL released meanwhile. */
+static inline void ccoll_yield(void) {
+    Py_BEGIN_ALLOW_THREADS
+    sched_yield();
+    Py_END_ALLOW_THREADS
 }
 
 typedef struct {

@@ -38,16 +38,17 @@
 #include <Python.h>
 #include <limits.h>
 #include <mpi.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "_ccoll.h" /* SAY_EVERY, ccoll_now, ccoll_test */
+#include "_ccoll.h" /* ccoll_say_due, ccoll_yield, ccoll_test */
 
 /* mmpi/_crank.c */
 extern PyObject *crank_mpi_error(const char *call, int rc);
 extern PyObject *crank_drain(MPI_Comm comm, PyObject *contexts);
+extern void crank_envelope(char *buf, int src, int dst, int tag, int ctx, int flags,
+                           uint64_t nbytes, uint32_t chunk, uint32_t xfer, uint32_t aux);
 
 /* mmpi/wire/protocol.py */
 #define VERSION 2
@@ -64,16 +65,9 @@ typedef struct {
 
 /* After rounds that found nothing: yield, or let the engine have its say. -1 on error. */
 static int quiet_round(Rounds *w) {
-    if (!w->napping) {
-        double now = ccoll_now();
-        if (w->say_at == 0) w->say_at = now + SAY_EVERY;
-        if (now < w->say_at) {
-            Py_BEGIN_ALLOW_THREADS
-            sched_yield();
-            Py_END_ALLOW_THREADS
-            return 0;
-        }
-        w->say_at = now + SAY_EVERY;
+    if (!w->napping && !ccoll_say_due(&w->say_at)) {
+        ccoll_yield();
+        return 0;
     }
     PyObject *got = PyObject_CallMethod(w->say, "say", NULL);
     if (!got) return -1;
@@ -91,21 +85,6 @@ static int test_check(MPI_Request *r, Rounds *w) { /* 0 when complete, -1 on err
         if (done) return done < 0 ? -1 : 0;
         if (quiet_round(w) < 0) return -1;
     }
-}
-
-static void envelope(char *e, int src, int dst, int tag, int cid, uint64_t nbytes,
-                     uint32_t chunk, uint32_t xfer) { /* protocol's "<BBHiiiiQIII" */
-    uint16_t flags = 0;
-    uint32_t aux = 0;
-    int32_t f[4] = {src, dst, tag, cid};
-    e[0] = VERSION;
-    e[1] = K_P2P;
-    memcpy(e + 2, &flags, 2);
-    memcpy(e + 4, f, 16);
-    memcpy(e + 20, &nbytes, 8);
-    memcpy(e + 28, &chunk, 4);
-    memcpy(e + 32, &xfer, 4);
-    memcpy(e + 36, &aux, 4);
 }
 
 typedef struct {
@@ -222,8 +201,8 @@ static PyObject *run(Blocks *b, Py_buffer *sb, Py_buffer *words, int nwords, int
         if (PyErr_Occurred()) return NULL;
         if (link < 0 || link >= nlinks) return PyErr_Format(PyExc_ValueError, "bad route");
         char *e = heads + j * ENVELOPE_SIZE;
-        envelope(e, vrank, (int)b->far[j], b->tag, b->cid, (uint64_t)b->blk, (uint32_t)chunk,
-                 (uint32_t)xfer);
+        crank_envelope(e, vrank, (int)b->far[j], b->tag, b->cid, 0, (uint64_t)b->blk,
+                       (uint32_t)chunk, (uint32_t)xfer, 0);
         rc = MPI_Isend(e, ENVELOPE_SIZE, MPI_BYTE, 0, T_LARGE, ctrls[link], &b->reqs[b->nreqs]);
         if (rc == MPI_SUCCESS) b->nreqs++;
         if (rc == MPI_SUCCESS)

@@ -43,7 +43,7 @@ def _compiled_posts(engine: Engine, ctx: Context, size: int) -> tuple:
     receiver = fast.Receiver(engine, ctx.queues.posted, ctx.queues.unexpected, ctx.local_of,
                              size, engine.tag_ub)
     sender = fast.Sender(engine, p2p, p2p.fanout, tuple(ctx.world_of), ctx.local_of,
-                         tuple(engine.handles), engine.vrank, ctx.id, p2p.eager_max, size,
+                         engine.handles, engine.vrank, ctx.id, p2p.eager_max, size,
                          engine.tag_ub)
     return receiver.post, sender.post
 

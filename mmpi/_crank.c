@@ -100,6 +100,24 @@ static int grow(void) {
 
 static void put32(char *at, int32_t v) { memcpy(at, &v, 4); }
 
+/* The envelope (protocol's "<BBHiiiiQIII") into `buf`'s first ENVELOPE_SIZE bytes. Shared with
+ * _cdirect.c. */
+void crank_envelope(char *buf, int src, int dst, int tag, int ctx, int flags, uint64_t nbytes,
+                    uint32_t chunk, uint32_t xfer, uint32_t aux) {
+    uint16_t f = (uint16_t)flags;
+    buf[0] = VERSION;
+    buf[1] = K_P2P;
+    memcpy(buf + 2, &f, 2);
+    put32(buf + 4, src);
+    put32(buf + 8, dst);
+    put32(buf + 12, tag);
+    put32(buf + 16, ctx);
+    memcpy(buf + 20, &nbytes, 8);
+    memcpy(buf + 28, &chunk, 4);
+    memcpy(buf + 32, &xfer, 4);
+    memcpy(buf + 36, &aux, 4);
+}
+
 /* Envelope and payload into a buffer of our own, the send started and kept in the outbox: the
  * caller's buffer is free at once. 0, or -1 with an exception set. Shared with _ccoll.c. */
 int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int ctx, int flags,
@@ -117,20 +135,7 @@ int crank_send(MPI_Comm comm, int mpitag, int src, int dst, int tag, int ctx, in
         PyErr_NoMemory();
         return -1;
     }
-    uint16_t f = (uint16_t)flags;
-    uint64_t nb = (uint64_t)n;
-    uint32_t zero = 0;
-    buf[0] = VERSION;
-    buf[1] = K_P2P;
-    memcpy(buf + 2, &f, 2);
-    put32(buf + 4, src);
-    put32(buf + 8, dst);
-    put32(buf + 12, tag);
-    put32(buf + 16, ctx);
-    memcpy(buf + 20, &nb, 8);
-    memcpy(buf + 28, &zero, 4); /* chunk */
-    memcpy(buf + 32, &zero, 4); /* xfer */
-    memcpy(buf + 36, &aux, 4);
+    crank_envelope(buf, src, dst, tag, ctx, flags, (uint64_t)n, 0, 0, aux); /* no chunks */
     if (n) memcpy(buf + ENVELOPE_SIZE, payload, (size_t)n);
     MPI_Request req;
     int rc = MPI_Isend(buf, ENVELOPE_SIZE + (int)n, MPI_BYTE, 0, mpitag, comm, &req);

@@ -115,7 +115,7 @@ class Engine(LinkReader):
         self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER, above=True)
         self.monitor = None  # a _monitor.Monitor while monitoring is on (see set_monitor)
         self.fast = _fastpath.choose()  # the compiled crossing path, or None
-        self.handles = [ctrl.handle for ctrl, _ in links]
+        self.handles = tuple([ctrl.handle for ctrl, _ in links])
         self.data_handles = tuple([data.handle for _, data in links])
         self.p2p = PointToPoint(self)
         self._fan = self.p2p.fanout  # held sends, flushed before any wait (_fanout Rule 1)

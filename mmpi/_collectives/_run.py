@@ -82,7 +82,7 @@ def blocking(core: Core, name: str, steps: Generator | Call | Direct):
     """Run a collective call's `steps` on `core` to the end; return their result.
 
     `steps` may be a compiled call instead (`compiled.Call`), which runs them in C if it can,
-    or a `direct.Direct` Alltoall, which runs them with light waits if it can.
+    or a `direct.Direct` Alltoall, which runs them in one C call if it can.
     """
     if core.pending:
         core.flush()

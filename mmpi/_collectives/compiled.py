@@ -216,7 +216,7 @@ def front(c: Coll):
         fail=lambda mode, got, nbytes, source: _fail(c, words, mode, got, nbytes,
                                                      None if source < 0 else source),
         world_of=tuple(c.ctx.world_of), local_of=tuple(c.ctx.local_of),
-        handles=tuple(e.handles), words=words, names=_NAMES,
+        handles=e.handles, words=words, names=_NAMES,
         local_handle=c.ctx.comm.handle, check_handle=check or 0, size=c.size, rank=c.rank,
         nmine=c.nmine, leader=c.leader, peer=c.peer, me=e.vrank, ctx=c.ctx.id, nfwd=e.nfwd,
         nwords=WORDS, verify=CHECK, checks=checking(c), carry=CARRY, eager_max=e.eager_max,

@@ -101,13 +101,17 @@ def _early(c: Coll, blk: int) -> list[int] | None:
 def _exchange(c: Coll, sview, rview, blk: int, far: list[int], early: list[int]) -> None:
     e, ctx = c.engine, c.ctx
     base = c.obase * blk
+
+    def block(j: int):  # the receive buffer's block from theirs[j] (far[j])
+        return rview[base + j * blk:base + (j + 1) * blk]
+
     got = bytearray(len(far))  # 1: the block of far[j] comes the reference's way (C: 2, its own)
     wait = _Wait(e, ctx, got, c.theirs)
     ops = []
     for r in early:  # their envelopes came before the call: the reference's receives take them
         j = c.theirs.index(r)
         got[j] = 1
-        ops.append((r, c.recv(rview[base + j * blk:base + (j + 1) * blk], r, T_ALLTOALL)))
+        ops.append((r, c.recv(block(j), r, T_ALLTOALL)))
     words, check = start_check(c, -1, len(rview)) if checking(c) else (None, None)
     if check is not None:  # first, as the reference: the cluster's ranks all make this call
         check.Start()
@@ -117,7 +121,7 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int], early: list[int])
         c.local.handle, 0 if check is None else check.handle,
         _NO_WORDS if words is None else words, WORDS, c.nmine, sview, rview, heads, got, blk,
         tuple(c.mine), c.obase, tuple(far), tuple([P.route(vrank, d, nfwd) for d in far]),
-        tuple([p2p.next_xfer() for _ in far]), tuple(e.handles), e.data_handles, e.contexts,
+        tuple([p2p.next_xfer() for _ in far]), e.handles, e.data_handles, e.contexts,
         vrank, ctx.id, T_ALLTOALL, e.chunk, len(e.tests), wait)
     if out[0] == 1:  # the check found a mismatch; nothing was sent
         verify_check(c, words)  # raises, naming who called what
@@ -125,8 +129,7 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int], early: list[int])
     taken, pending = out[1], out[2]
     natives = []
     if pending is not None:  # an engine round took an envelope: the rest the reference's way
-        _the_reference_way(c, {dest: rview[base + j * blk:base + (j + 1) * blk]
-                               for j, dest in enumerate(far) if not got[j]}, ops)
+        _the_reference_way(c, {r: block(j) for j, r in enumerate(c.theirs) if not got[j]}, ops)
         natives = [_from_handle(h) for h in pending]
     if ops or natives:
         e.wait_for(lambda: _Testall(natives) and all([op.poll() for _, op in ops]))
@@ -186,9 +189,6 @@ class _Wait:
 
 
 def _the_reference_way(c: Coll, slots: dict, ops: list) -> None:
-    """Post the reference's receives for the blocks still awaited (one may be waiting)."""
-    from_world = c.ctx.from_world
-    for src, view in slots.items():
-        r = from_world[src]
+    """Post the reference's receives for the blocks still awaited: `slots`, rank -> view."""
+    for r, view in slots.items():
         ops.append((r, c.recv(view, r, T_ALLTOALL)))
-    slots.clear()
