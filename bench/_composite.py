@@ -19,8 +19,11 @@ from ._timing import T_ACK, T_DATA, Kernel, Options, floats, max_over, measure, 
 
 # -- overlap of non-blocking calls with computation (osu_iallreduce and friends) ---------------
 def _starter(comm, name: str, size: int) -> tuple[Callable[[], object] | None, frozenset | None]:
-    """A function that starts one `name` call of `size` bytes and returns its request (None
-    on a rank that takes no part), and the ranks that take part (None: all)."""
+    """A starter of one `name` call of `size` bytes, and the ranks that take part.
+
+    The function returns the call's request (None on a rank that takes no part); the ranks
+    are None for all.
+    """
     rank, n = comm.Get_rank(), comm.Get_size()
     if name == "isendrecv":
         a, b = pair(comm)
@@ -47,8 +50,10 @@ def _starter(comm, name: str, size: int) -> tuple[Callable[[], object] | None, f
 
 
 def _computation(kind: str) -> Callable[[float], None]:
-    """Computation lasting about `seconds`: a sleep, or numpy arithmetic that keeps a core
-    busy (numpy leaves the interpreter's lock free while it works, as compiled code would)."""
+    """Computation lasting about `seconds`: a sleep, or numpy arithmetic that keeps a core busy.
+
+    numpy leaves the interpreter's lock free while it works, as compiled code would.
+    """
     if kind == "sleep":
         return lambda seconds: time.sleep(seconds) if seconds > 0 else None
     work = np.ones(16384)
@@ -66,9 +71,11 @@ def _overlap_pct(overall: float, compute: float, pure: float) -> float:
 
 
 def overlap(comm, name: str, size: int, opts: Options) -> dict:
-    """Overlap of one non-blocking call with computation, as OSU measures it: the call alone
-    (pure), computation as long as that alone (compute), then start, compute, wait
-    (overall); overlap = max(0, 100 - 100 x (overall - compute) / pure)."""
+    """Overlap of one non-blocking call with computation, as OSU measures it.
+
+    The call alone (pure), computation as long as that alone (compute), then start, compute,
+    wait (overall); overlap = max(0, 100 - 100 x (overall - compute) / pure).
+    """
     start, active = _starter(comm, name, size)
     compute = _computation(opts.compute)
     spent = [0.0]  # this rank's computation in the last batch
@@ -111,11 +118,13 @@ PRTT_N = 16  # messages per parametrised round trip, Netgauge's choice
 
 
 def prtt(comm, size: int, opts: Options) -> dict:
-    """PRTT(1, 0, s), PRTT(n, 0, s), PRTT(n, d, s) with d above the gap, and the server's
-    receive time per message once they are all there (o_r), in microseconds. Each is timed as
-    the mean of back-to-back rounds, as `latency` times its ping-pongs (a single round trip,
-    tens of microseconds bridged, is mostly scheduling noise on a shared core), and reported as
-    the median of `opts.reps` repetitions (bench._timing Rule 3)."""
+    """PRTT(1, 0, s), PRTT(n, 0, s), PRTT(n, d, s) and o_r, in microseconds.
+
+    d is above the gap; o_r is the server's receive time per message once they are all there.
+    Each is timed as the mean of back-to-back rounds, as `latency` times its ping-pongs (a
+    single round trip, tens of microseconds bridged, is mostly scheduling noise on a shared
+    core), and reported as the median of `opts.reps` repetitions (bench._timing Rule 3).
+    """
     a, b = pair(comm)
     rank, n = comm.Get_rank(), PRTT_N
     buf = np.ones(size, np.uint8)

@@ -55,6 +55,7 @@ class Point:
 
     @property
     def o_s(self) -> float:
+        """The send overhead, from the PRTTs (LogGP's o_s)."""
         return max(0.0, (self.prttd - self.prtt1) / (self.n - 1) - self.d)
 
 

@@ -361,8 +361,10 @@ def pairs(comm, size: int, opts: Options, k: int) -> Kernel:
 
 
 def rate(comm, size: int, opts: Options, k: int) -> Kernel:
-    """Message rate of `k` concurrent pairs, low rank i -> high rank i (osu_mbw_mr): windows
-    of 64 non-blocking sends, then an ack; messages per second, all pairs together."""
+    """Message rate of `k` concurrent pairs, low rank i -> high rank i (osu_mbw_mr).
+
+    Windows of 64 non-blocking sends, then an ack; messages per second, all pairs together.
+    """
     kernel = pairs(comm, size, opts, k)
     kernel.value = lambda t: k * WINDOW / t
     kernel.unit = "msg/s"

@@ -1,5 +1,7 @@
-"""Where a crossing's time goes: CPU per message in the sending rank, the forwarder and the
-receiving rank, and the rest of the one-way time (waiting for a core, MPI's own transfer).
+"""Where a crossing's time goes: CPU per message in each process, and the rest of the way.
+
+CPU per message in the sending rank, the forwarder and the receiving rank, and the rest of
+the one-way time (waiting for a core, MPI's own transfer).
 
     python benchmarks/breakdown.py [--sizes 8,64K] [--relay auto|compiled|python]
                                    [--rank-path auto|compiled|python] [--rounds 3]
@@ -39,6 +41,7 @@ def _cpu() -> float:
 
 # -- the MPI side (under mmpi-run) ---------------------------------------------------------------
 def worker(kind: str, size: int, count: int) -> None:
+    """One rank's side: `count` messages of `size` bytes of `kind`, timed."""
     import numpy as np
 
     from mmpi import MPI
@@ -125,6 +128,7 @@ def _size(text: str) -> int:
 
 
 def main(argv=None) -> int:
+    """Run the breakdown (or, with --worker, one job's side of it)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", nargs=3, metavar=("KIND", "SIZE", "COUNT"), help=argparse.SUPPRESS)
     ap.add_argument("--sizes", default="8,64K")

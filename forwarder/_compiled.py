@@ -1,5 +1,6 @@
-"""The compiled relay (`_crelay.c`, installed as `_mmpi_crelay`) behind the interface of
-`_relay.Relay`, and its threads.
+"""The compiled relay (`_crelay.c`, built as `forwarder._crelay`) behind `_relay.Relay`'s interface.
+
+Its threads too.
 
 The C loop moves envelopes, eager payloads and chunk pipelines with the GIL released, so both
 directions and the heartbeat really run at once. What it hands back is the control protocol,
@@ -20,7 +21,7 @@ from mmpi.wire.backoff import MAX_SLEEP, YIELD
 
 from ._relay import Link
 
-_crelay, WHY_NOT = compiled.load("_mmpi_crelay", MPI.Get_library_version())
+_crelay, WHY_NOT = compiled.load("forwarder._crelay", MPI.Get_library_version())
 AVAILABLE = _crelay is not None
 
 _BYTE = MPI.BYTE

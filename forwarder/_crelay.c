@@ -11,9 +11,8 @@
  *
  * Built against the MPI the install found (setup.py: the mpich wheel's, MPICH's ABI, or Open
  * MPI's): the communicators are mpi4py's, passed as their integer handles (MPICH's are ints,
- * Open MPI's pointers; the cast takes either). Installed as the top-level
- * module `_mmpi_crelay`, so that a source checkout's `forwarder` package (a job started from
- * the checkout finds that one first) still finds the installed extension.
+ * Open MPI's pointers; the cast takes either). Built as `forwarder._crelay`, inside its
+ * package (mmpi-run starts the forwarder with no directory of the user's on its path).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,16 +31,7 @@
 #endif
 
 /* mmpi/wire/protocol.py */
-#define T_EAGER 1
-#define T_LARGE 2
-#define T_COLL 3
-#define VERSION 2
-#define ENVELOPE_SIZE 40
-#define OFF_DST 8
-#define OFF_NBYTES 20
-#define OFF_CHUNK 28
-#define OFF_XFER 32
-#define MAX_XFER ((1 << 28) - 1)
+#include "mmpi_wire.h" /* the wire's constants (mmpi/wire/protocol.py) */
 #define REAP_AT 16
 #define PROBES 64
 
@@ -302,7 +292,7 @@ static int advance(Relay *r) {
 
 /* -- envelopes ---------------------------------------------------------------------------- */
 static int destination(Relay *r, const char *buf, int source, int *local) {
-    int32_t dst = get_i32(buf, OFF_DST);
+    int32_t dst = get_i32(buf, WIRE_OFF_DST);
     if (dst < 0 || dst >= r->nvranks || r->local_of[dst] < 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "rank %d addressed rank %d, which is not in the other cluster",
@@ -317,7 +307,7 @@ static int on_message(Relay *r, MPI_Message *msg, int source, int tag, int count
     char *buf = malloc(count > 0 ? count : 1);
     if (!buf) return fail(r, "out of memory");
     MPI_Mrecv(buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
-    if (tag != T_EAGER && tag != T_COLL && tag != T_LARGE) { /* Python's to handle */
+    if (tag != WIRE_T_EAGER && tag != WIRE_T_COLL && tag != WIRE_T_LARGE) { /* Python's to handle */
         r->special_tag = tag;
         r->special_source = source;
         r->special_buf = buf;
@@ -325,7 +315,7 @@ static int on_message(Relay *r, MPI_Message *msg, int source, int tag, int count
         return 1;
     }
     char err[200];
-    if (count < ENVELOPE_SIZE || (unsigned char)buf[0] != VERSION) {
+    if (count < WIRE_ENVELOPE_SIZE || (unsigned char)buf[0] != WIRE_VERSION) {
         snprintf(err, sizeof err, "rank %d sent a malformed envelope (%d bytes, version %d)",
                  r->src_vranks[source], count, count ? (unsigned char)buf[0] : -1);
         free(buf);
@@ -336,27 +326,27 @@ static int on_message(Relay *r, MPI_Message *msg, int source, int tag, int count
         free(buf);
         return -1;
     }
-    if (tag != T_LARGE) {
+    if (tag != WIRE_T_LARGE) {
         if (send_on(r, buf, count, local, tag)) return -1;
         r->messages++;
-        r->bytes += count - ENVELOPE_SIZE;
+        r->bytes += count - WIRE_ENVELOPE_SIZE;
         return 0;
     }
-    uint32_t chunk = get_u32(buf, OFF_CHUNK);
-    uint64_t nbytes = get_u64(buf, OFF_NBYTES);
-    int in_tag = (int)get_u32(buf, OFF_XFER);
+    uint32_t chunk = get_u32(buf, WIRE_OFF_CHUNK);
+    uint64_t nbytes = get_u64(buf, WIRE_OFF_NBYTES);
+    int in_tag = (int)get_u32(buf, WIRE_OFF_XFER);
     if (chunk == 0 || chunk > (uint32_t)r->chunk) {
         snprintf(err, sizeof err, "rank %d sent chunks of %u bytes; this forwarder takes at most %d",
                  r->src_vranks[source], chunk, r->chunk);
         free(buf);
         return fail(r, err);
     }
-    int out = r->xfer[local] % MAX_XFER + 1;
+    int out = r->xfer[local] % WIRE_MAX_XFER + 1;
     r->xfer[local] = out;
     uint32_t out32 = (uint32_t)out;
-    memcpy(buf + OFF_XFER, &out32, 4);
+    memcpy(buf + WIRE_OFF_XFER, &out32, 4);
     /* the envelope goes on at once, so that the receiver can post its chunk receives early */
-    if (send_on(r, buf, count, local, T_LARGE)) return -1;
+    if (send_on(r, buf, count, local, WIRE_T_LARGE)) return -1;
     if (add_transfer(r, source, in_tag, local, out, nbytes, (int)chunk)) return -1;
     r->messages++;
     r->bytes += (long long)nbytes;
@@ -585,7 +575,7 @@ static PyGetSetDef Relay_getset[] = {
     {NULL}};
 
 static PyTypeObject RelayType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_mmpi_crelay.Relay",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "forwarder._crelay.Relay",
     .tp_basicsize = sizeof(Relay),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "One relay direction's state (see forwarder/_compiled.py).",
@@ -602,16 +592,16 @@ static PyMethodDef module_methods[] = {
      "for Python, -1 once all finished, -2 after `seconds`."},
     {NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mmpi_crelay",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "forwarder._crelay",
                                     "The forwarder's compiled relay loop.", -1, module_methods};
 
-PyMODINIT_FUNC PyInit__mmpi_crelay(void) {
+PyMODINIT_FUNC PyInit__crelay(void) {
     if (PyType_Ready(&RelayType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RelayType);
     PyModule_AddObject(m, "Relay", (PyObject *)&RelayType);
-    PyObject *err = PyErr_NewException("_mmpi_crelay.RelayError", NULL, NULL);
+    PyObject *err = PyErr_NewException("forwarder._crelay.RelayError", NULL, NULL);
     PyModule_AddObject(m, "RelayError", err);
     PyModule_AddIntConstant(m, "MPI_VERSION_BUILT", MPI_VERSION);
     PyModule_AddStringConstant(m, "BUILT_FOR", MMPI_BUILT_FOR);

@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] "
         "[--placement block|paired] [--forwarder-cpus LIST] [--no-mpi4py-hook] "
-        "[--rank-map MAP] [--monitor DIR] [--progress MODE] [--verbose] [--log FILE] [--dry-run] [--] command ...",
+        "[--rank-map MAP] [--monitor DIR] [--progress MODE] [--verbose] [--log FILE] "
+        "[--dry-run] [--] command ...",
         description="Run one MPI program across two clusters whose networks are joined only by\n"
         "forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec job\n"
         "per cluster, and stops them all when one fails.",

@@ -277,7 +277,7 @@ def parse(
     )
 
 
-PROGRESS_MODES = ("off", "leaders", "all", "auto")  # as mmpi._progress.MODES
+PROGRESS_MODES = ("off", "leaders", "all", "auto")  # as mmpi._runtime.progress.MODES
 
 
 def progress_mode(value: object, path: str) -> str:

@@ -87,7 +87,7 @@ NET_DEVICES = "UCX_NET_DEVICES"
 PYTHONPATH = "PYTHONPATH"
 # MMPI_SKIP_MPI_FINALIZE: over UCX TCP, MPICH 5.0.2 segfaults in MPI_Finalize after
 # Connect/Accept in most runs; ranks then end after the bridge's own goodbye instead
-# (see mmpi/_bootstrap.py). Harmless for the forwarder, which ignores it.
+# (see mmpi/_runtime/bootstrap.py). Harmless for the forwarder, which ignores it.
 TRANSPORT_ENV = {"tcp": {"UCX_TLS": "self,tcp", "MMPI_SKIP_MPI_FINALIZE": "1"}}
 
 

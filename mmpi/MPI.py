@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from functools import partial as _partial
 
-from . import _bootstrap
-from ._native import MPI as _native
+from ._runtime import bootstrap as _bootstrap
+from ._startup.native import MPI as _native
 
 _world = _bootstrap.join()
 _leave = _bootstrap.finalize
@@ -23,7 +23,9 @@ if _world is None:
     Request = _native.Request
     BRIDGED = False
 else:
-    from ._facade import (  # noqa: F401
+    from ._api.group import Group  # noqa: F401
+    from ._api.request import Request  # noqa: F401
+    from ._runtime.facade import (  # noqa: F401
         COMM_SELF,
         Attach_buffer,
         Cartcomm,
@@ -45,8 +47,6 @@ else:
         _commctx_intra,
         mpi_exceptions,
     )
-    from ._group import Group  # noqa: F401
-    from .request import Request  # noqa: F401
 
     COMM_WORLD = _world
     COMM_WORLD.__module__ = __name__  # pickled by name, as mpi4py's predefined handles

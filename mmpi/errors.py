@@ -11,7 +11,7 @@ import sys
 
 
 def _mpi_constant(name: str) -> int:
-    native = sys.modules.get("mmpi._native")
+    native = sys.modules.get("mmpi._startup.native")
     mpi = getattr(native, "MPI", None) or sys.modules.get("mpi4py.MPI")
     return getattr(mpi, name, getattr(mpi, "ERR_OTHER", 15)) if mpi is not None else 15
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 
-from . import _bootstrap
-from ._monitor import BUCKETS, Monitor, Session
+from ._engine.monitor import BUCKETS, Monitor, Session
+from ._runtime import bootstrap as _bootstrap
 from .errors import MMPIError
 from .wire.rendezvous import ENV_MONITOR
 

@@ -10,7 +10,7 @@ A rank file, ``<dir>/rank-<vrank>.json``, is what one rank of a monitored job
                  "coll_bytes": [...], "hist_p2p": [n lists of 48 ints], "hist_coll": [...]}]}
 
 An optional ``"combined": {"sends": s, "crossings": c, "bytes_not_crossed": b}`` says how
-many of the sends counted in ``p2p_*`` went as dynamic broadcasts (mmpi/_fanout.py): s sends
+many of the sends counted in ``p2p_*`` went as dynamic broadcasts (mmpi/_engine/fanout.py): s sends
 whose bytes crossed the zipper c times, b bytes fewer than as sent.
 
 Entry ``[j]`` counts what this rank sent to virtual rank j: user point-to-point (``p2p_*``) and

@@ -76,15 +76,24 @@ def _stop(p: subprocess.Popen, tmp: Path | None) -> None:
         hygiene.kill_job(rdv, signal.SIGKILL)
 
 
+def _built(name: str) -> bool:
+    """Whether extension `name` was built, without importing it (which would initialize MPI
+    in the test runner): its file beside the package's, in the copy this Python imports."""
+    package, leaf = name.rsplit(".", 1)
+    spec = importlib.util.find_spec(package)
+    where = Path(spec.origin).parent if spec and spec.origin else None
+    return bool(where and any(where.glob(leaf + ".*.so")))
+
+
 # Both relays of the forwarder run the relay tests: the compiled one where the install built it
 # (a skip that says why elsewhere), and the Python one, the reference and the fallback.
 # (find_spec, not an import: importing it would initialize MPI in the test runner.)
-_COMPILED = importlib.util.find_spec("_mmpi_crelay") is not None
+_COMPILED = _built("forwarder._crelay")
 RELAYS = [pytest.param("compiled", marks=pytest.mark.skipif(
     not _COMPILED, reason="the compiled relay was not built (no C compiler at install)")),
     "python"]
 # Likewise the ranks' crossing path (MMPI_RANK_PATH).
-RANK_COMPILED = importlib.util.find_spec("_mmpi_crank") is not None
+RANK_COMPILED = _built("mmpi._backend._compiled")
 RANK_PATHS = [pytest.param("compiled", marks=pytest.mark.skipif(
     not RANK_COMPILED, reason="the compiled rank path was not built (no C compiler at install)")),
     "python"]

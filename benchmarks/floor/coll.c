@@ -119,7 +119,7 @@ static void relay(MPI_Comm lo, MPI_Comm hi, long count, int bytes) {
   for (int i = 0; i < POOL; i++) free(buf[i]);
 }
 
-/* mmpi's collective check (mmpi/_collectives/_base.py, Rule 3): a persistent allgather of
+/* mmpi's collective check (mmpi/_collectives/common.py, Rule 3): a persistent allgather of
  * each rank's 11 words (the call, its root, its size, then up to 64 bytes of data), the
  * first three compared. A small Bcast carries its data in it (`data`, to `at` of rank
  * `from`'s part), and makes no native bcast of its own (mmpi/_collectives/carried.py). */

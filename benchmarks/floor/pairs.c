@@ -6,7 +6,7 @@
  * any relay gets here is known. Three jobs joined as mmpi's are (Open_port / Comm_accept /
  * Comm_connect): a one-process relay and two N-process clusters.
  *
- * What moves is what mmpi moves (mmpi/_engine.py, forwarder/_relay.py): every message is sent
+ * What moves is what mmpi moves (mmpi/_engine/engine.py, forwarder/_relay.py): every message is sent
  * as CHUNK-byte pieces (1 MiB); the relay receives each piece into a buffer of a bounded pool
  * (POOL buffers: mmpi's 4 for one pair, 8 for several) and sends it on to the addressed rank,
  * so each byte is copied twice on its way. Each low rank sends windows of 64 messages then

@@ -12,12 +12,11 @@ import itertools
 
 import numpy as np
 
-from .._buffers import Typed, Vector, as_typed, as_vector, as_view
-from .._crossing import Coll
-from .._native import MPI
+from .._engine.buffers import Typed, Vector, as_typed, as_vector, as_view
+from .._startup.native import MPI
 from ..errors import BufferError_, UsageError
 from . import direct
-from ._base import (
+from .common import (
     BYTE,
     CHECK,
     I64,
@@ -35,6 +34,7 @@ from ._base import (
     same_size,
     sized_blocks,
 )
+from .transport import Coll
 
 # docs/performance.md, "Alltoall blocks straight to their ranks".
 DIRECT_BLOCK = 32 << 10

@@ -1,7 +1,7 @@
 """Small collectives whose data rides in the collective check: Bcast and Reduce, <= CARRY bytes.
 
 The general scheme runs the check's allgather and then the call's own native steps. Here the
-data is part of the check (`_base.start_check`), so the check is the call's only native round
+data is part of the check (`common.start_check`), so the check is the call's only native round
 in each cluster (docs/performance.md, "Collective checks"):
 Rule 1: Bcast: the root sends its data to the other cluster's leader, then runs the check with
         the data in its part: after it every rank of the root's cluster has the data. The
@@ -17,10 +17,9 @@ Rule 3: whether a call goes this way depends only on its size and op, which ever
 
 from __future__ import annotations
 
-from .._buffers import Typed
-from .._crossing import Coll, CrossRecv
-from .._monitor import Counting
-from ._base import (
+from .._engine.buffers import Typed
+from .._engine.monitor import Counting
+from .common import (
     CARRY,
     CHECK,
     PREDEFINED_OPS,
@@ -31,6 +30,7 @@ from ._base import (
     start_check,
     verify_check,
 )
+from .transport import Coll, CrossRecv
 
 _HEAD = 24  # bytes of the check's 3 numbers at the start of each rank's part
 _PART = 8 * WORDS  # bytes of a rank's part

@@ -20,12 +20,11 @@ import time
 
 import numpy as np
 
-from .. import _buffers
-from .._crossing import Coll
-from .._native import MPI
+from .._engine import buffers as _buffers
+from .._startup.native import MPI
 from ..wire import protocol as P
 from ..wire.backoff import Backoff
-from ._base import (
+from .common import (
     CARRY,
     CHECK,
     PREDEFINED_NAMES,
@@ -41,6 +40,7 @@ from ._base import (
     start_check,
     verify_check,
 )
+from .transport import Coll
 
 _NO_WORDS = np.zeros(WORDS, np.int64)  # a call without the check
 _now = time.perf_counter
@@ -49,10 +49,10 @@ _now = time.perf_counter
 def built(c: Coll) -> bool:
     """Whether a call whose buffers were parsed just now may run compiled.
 
-    This rank has the compiled small collectives (an older build may not), and parsing left
-    no unpacks (a `Call` is no generator that `_coll_api._unpacking` could follow with them).
+    This rank's backend has lanes (the compiled one), and parsing left no unpacks (a `Call`
+    is no generator that `coll_methods._unpacking` could follow with them).
     """
-    return getattr(c.engine.fast, "small_coll", None) is not None and not _buffers.unpacks
+    return c.engine.lanes is not None and not _buffers.unpacks
 
 
 BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _ccoll.c's modes
@@ -61,7 +61,7 @@ _NAMES = ("Barrier", "Allreduce", "Bcast", "Reduce")  # the front's, by mode
 
 
 class Call:
-    """A blocking call that may run as one compiled call (`_run.blocking` runs it).
+    """A blocking call that may run as one compiled call (`run.blocking` runs it).
 
     `run()` when its turn comes: False if this call cannot take the compiled path (Rule),
     whose steps `reference()` then gives. `args`: Allreduce (sendbuf or None for in place,
@@ -82,7 +82,7 @@ class Call:
         source = _source(c, self.mode, self.args)
         if source is not None and e.crossings.kept.get((c.ctx.id, c.ctx.world_of[source])):
             return False  # it comes first, and is Python's to take
-        _run(c, e.fast.small_coll, self.mode, source, *self.args)
+        _run(c, e.lanes.small_coll, self.mode, source, *self.args)
         return True
 
 
@@ -201,14 +201,14 @@ def front(c: Coll):
     would make it in a later call: no front then.
     """
     e = c.engine
-    if not hasattr(e.fast, "Front") or not CHECK or c.local is not c.ctx.comm:
+    if e.lanes is None or not CHECK or c.local is not c.ctx.comm:
         return False
     words = check = None
     if c.nmine >= 2:
         words, req = c.check_request(WORDS)
         check = req.handle
     ops = tuple(getattr(MPI, name) for name in PREDEFINED_NAMES)
-    return e.fast.Front(
+    return e.lanes.Front(
         core=c.core, coll=c, local=c.ctx.comm, engine=e, crossings=e.crossings,
         kept=e.crossings.kept, departures=e.departures, fanout=e.p2p.fanout,
         unpacks=_buffers.unpacks, heard=e.heard, ndarrays=_buffers.NDARRAYS, ndarray=np.ndarray,

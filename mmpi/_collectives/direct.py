@@ -7,8 +7,8 @@ the steps run. The reference's waits take the engine's full rounds (both transpo
 operation's poll, the back-off's clock), and on shared cores a waiting rank's turns hold back
 the processes with work: measured, rounds 20 us heavier made a bare Python Alltoall of 64 KiB
 blocks twice as slow (docs/performance.md, "Alltoall blocks straight to their ranks"). Here
-the steps and the rounds run in one compiled call (`_mmpi_crank.alltoall_blocks`,
-mmpi/_cdirect.c): a round drains the links and tests the requests; the envelopes of this
+the steps and the rounds run in one compiled call (the lane `alltoall_blocks`,
+mmpi/_backend/cdirect.c): a round drains the links and tests the requests; the envelopes of this
 call's blocks are read there and their blocks' receives posted at once; everything else the
 drain finds goes to the engine in order (`_Wait.hand`), as its own rounds would hand it on.
 Where an engine round took one of the call's envelopes, the compiled call gives up and the
@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import time
 
-from .. import _buffers
-from .._crossing import Coll
-from .._native import MPI
+from .._engine import buffers as _buffers
+from .._startup.native import MPI
 from ..wire import protocol as P
 from ..wire.backoff import Backoff
-from ._base import T_ALLTOALL, WORDS, checking, same_size, start_check, verify_check
+from .common import T_ALLTOALL, WORDS, checking, same_size, start_check, verify_check
+from .transport import Coll
 
 _Testall = MPI.Request.Testall
 _from_handle = MPI.Request.fromhandle  # not owned: MPI frees them as they complete
@@ -42,7 +42,7 @@ _INT_MAX = 2**31 - 1  # the native alltoallv's byte displacements are C ints
 
 
 class Direct:
-    """A blocking Alltoall that may take this path (`_run.blocking` runs it, as `compiled.Call`).
+    """A blocking Alltoall that may take this path (`run.blocking` runs it, as `compiled.Call`).
 
     Made only where `usable`; `run()`: False, having done nothing, where the rest of the Rule
     does not hold; `reference()` then gives the steps.
@@ -74,7 +74,7 @@ class Direct:
 
 def usable(c: Coll, blk: int) -> bool:
     """Whether blocks of `blk` bytes might go this way (the rest is decided at run time)."""
-    return (c.contiguous and blk > c.p2p.eager_max and c.engine.fast is not None
+    return (c.contiguous and blk > c.p2p.eager_max and c.engine.lanes is not None
             and not _buffers.unpacks)
 
 
@@ -117,7 +117,7 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int], early: list[int])
         check.Start()
     p2p, vrank, nfwd = c.p2p, e.vrank, e.nfwd
     heads = bytearray(P.ENVELOPE_SIZE * len(far))  # the envelopes: alive until they are sent
-    out = e.fast.alltoall_blocks(
+    out = e.lanes.alltoall_blocks(
         c.local.handle, 0 if check is None else check.handle,
         _NO_WORDS if words is None else words, WORDS, c.nmine, sview, rview, heads, got, blk,
         tuple(c.mine), c.obase, tuple(far), tuple([P.route(vrank, d, nfwd) for d in far]),

@@ -9,12 +9,12 @@ crosses once, but the whole reduction happens where it is needed.
 
 from __future__ import annotations
 
-from .._buffers import Typed
-from .._crossing import Coll
-from .._native import MPI
-from ._base import equal_blocks
+from .._engine.buffers import Typed
+from .._startup.native import MPI
 from .alltoall import _allgatherv
+from .common import equal_blocks
 from .rooted import _gatherv_other, _gatherv_root
+from .transport import Coll
 
 BYTE = MPI.BYTE
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import functools
 import pickle
 
-from .._crossing import Coll, dumps
 from ..errors import UsageError
-from ._base import (
+from .common import (
     BYTE,
     T_ALLGATHER_OBJ,
     T_ALLREDUCE_OBJ,
@@ -27,6 +26,7 @@ from ._base import (
     check_op,
     displs,
 )
+from .transport import Coll, dumps
 
 # Pickles travel in slots of this size (an 8-byte length, then the pickle's first bytes), so a
 # small object takes one native round, as in mpi4py; the rest of a longer pickle follows.

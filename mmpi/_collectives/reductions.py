@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._buffers import Typed, as_typed, plain_pair
-from .._crossing import Coll
-from .._native import MPI
+from .._engine.buffers import Typed, as_typed, plain_pair
+from .._startup.native import MPI
 from ..errors import BufferError_, UsageError
 from . import carried, compiled, generic, objects
-from ._base import (
+from .common import (
     BYTE,
     IN_PLACE,
     PREDEFINED_OPS,
@@ -34,6 +33,7 @@ from ._base import (
     same_size,
 )
 from .rooted import shares, ways
+from .transport import Coll
 
 
 def barrier(c: Coll, blocking: bool = False):

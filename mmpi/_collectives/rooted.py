@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._buffers import Typed, as_typed, as_vector
-from .._crossing import Coll
+from .._engine.buffers import Typed, as_typed, as_vector
 from ..errors import BufferError_, UsageError
 from . import carried, compiled
-from ._base import (
+from .common import (
     BYTE,
     I64,
     IN_PLACE,
@@ -30,6 +29,7 @@ from ._base import (
     same_size,
     sized_blocks,
 )
+from .transport import Coll
 
 # From this size up, Allreduce and Bcast cross in k shares, k the smaller cluster's size: k
 # pairs of ranks (local rank i of each cluster) swap or pass on share i at once, and an

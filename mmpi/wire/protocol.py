@@ -37,7 +37,7 @@ Rule 8: admission. On the intercommunicator a port's Accept returns, the forward
 Rule 9: dynamic broadcasts. Sends of the same bytes to several ranks of the other cluster may
         go as one K_TREE message to the first of them and a ticket (F_TREE) to each, in the
         place of its message; the destinations pass the bytes on among themselves, natively
-        (mmpi/_fanout.py). The forwarder relays both as any other message.
+        (mmpi/_engine/fanout.py). The forwarder relays both as any other message.
 """
 
 from __future__ import annotations

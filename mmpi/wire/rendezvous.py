@@ -35,7 +35,7 @@ WATCH_FILE = "watch"
 def startup_dir() -> str:
     """The directory whose sitecustomize installs the mpi4py hook (first on PYTHONPATH)."""
     # Computed from this file so that the launcher needs no import of the library's internals.
-    return str(Path(__file__).resolve().parent.parent / "_startup")
+    return str(Path(__file__).resolve().parent.parent / "_startup" / "site")
 
 
 def port_file(cluster: str, forwarder: int = 0) -> str:

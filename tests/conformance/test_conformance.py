@@ -130,20 +130,20 @@ def test_mpi4py_futures_pool_and_comm_executors(low, high):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
 def test_mpi_io_files_across_the_zipper(low, high, tmp_path):
-    # both clusters in one file system here: one native file per cluster (mmpi/_file.py)
+    # both clusters in one file system here: one native file per cluster (mmpi/_io/file.py)
     check_same("file_io.py", low, high, str(tmp_path))
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("low,high", [(2, 2), (1, 3)])
 def test_one_sided_windows_across_the_zipper(low, high):
-    # operations as messages the target serves (mmpi/_window.py): fences, locks, PSCW
+    # operations as messages the target serves (mmpi/_rma/window.py): fences, locks, PSCW
     check_same("rma.py", low, high)
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("low,high,progress", [(2, 2, "off"), (1, 3, "all")])
 def test_mpi4py_util_sync_mutex_counter_condition(low, high, progress):
-    # an MCS lock in a window, polled with Flush to itself (mmpi/_window.py Rule 4); with
+    # an MCS lock in a window, polled with Flush to itself (mmpi/_rma/window.py Rule 4); with
     # a progress thread serving the window alongside the program's calls
     check_same("mutex.py", low, high, progress=progress)

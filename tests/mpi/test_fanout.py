@@ -1,4 +1,4 @@
-"""Dynamic broadcasts (mmpi/_fanout.py): one buffer to many ranks of the other cluster.
+"""Dynamic broadcasts (mmpi/_engine/fanout.py): one buffer to many ranks of the other cluster.
 
 The rules program checks order, matching, late receivers, persistent and object sends and
 truncation on every rank, and the forwarder's byte count shows the bytes crossed once; the

@@ -9,7 +9,7 @@ striping, soak and fuzz checks (the fake link runs both relays too).
 import re
 
 import pytest
-from conftest import RANK_COMPILED, RANK_PATHS, RELAYS, ROOT
+from conftest import RANK_PATHS, RELAYS, ROOT
 
 pytestmark = pytest.mark.mpi
 PY = {"MMPI_RELAY": "python", "MMPI_RANK_PATH": "python"}
@@ -72,9 +72,9 @@ def test_an_unknown_rank_path_is_refused_by_name(bridged):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.skipif(not RANK_COMPILED, reason="the compiled rank path was not built")
-def test_the_compiled_rank_path_speaks_the_wire_protocol(native):
-    job = native("crank_wire.py", n=1)
+@pytest.mark.parametrize("path", RANK_PATHS)
+def test_both_rank_backends_speak_the_wire_protocol(native, path):
+    job = native("crank_wire.py", path, n=1)
     assert job.returncode == 0, job.output
     assert "CRANK WIRE OK" in job.stdout, job.output
 

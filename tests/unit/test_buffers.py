@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from mmpi._buffers import as_typed, as_vector, as_view
+from mmpi._engine.buffers import as_typed, as_vector, as_view
 from mmpi.errors import BufferError_
 
 
@@ -65,7 +65,7 @@ def test_derived_datatype_is_packed_for_sending():
 
 
 def test_derived_datatype_is_unpacked_after_receiving():
-    from mmpi import _buffers
+    from mmpi._engine import buffers as _buffers
 
     vec = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
     try:
@@ -189,10 +189,10 @@ def test_object_without_buffer_refused():
 
 
 def test_plain_pair_only_for_what_as_typed_would_take_whole(monkeypatch):
-    import mmpi._buffers
-    from mmpi._buffers import as_typed, plain_pair
+    import mmpi._engine.buffers
+    from mmpi._engine.buffers import as_typed, plain_pair
 
-    monkeypatch.setattr(mmpi._buffers, "NDARRAYS", {})  # as in a fresh process
+    monkeypatch.setattr(mmpi._engine.buffers, "NDARRAYS", {})  # as in a fresh process
     a, b = np.ones(3, np.float32), np.zeros(3, np.float32)
     assert plain_pair(a, b) is None  # dtype not worked out yet by as_typed: general path
     t = as_typed(b, writable=True, op="x")

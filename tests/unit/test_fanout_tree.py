@@ -1,10 +1,10 @@
-"""The binomial tree of a dynamic broadcast (mmpi._fanout.subtrees): pure, no MPI."""
+"""The binomial tree of a dynamic broadcast (mmpi._engine.fanout.subtrees): pure, no MPI."""
 
 import math
 
 import pytest
 
-from mmpi._fanout import subtrees
+from mmpi._engine.fanout import subtrees
 
 
 def _walk(root, below):

@@ -45,7 +45,7 @@ def test_bad_values_are_refused_by_name(monkeypatch, raw, kind, message):
 
 def test_a_bad_knob_stops_the_import_with_its_name():
     env = dict(os.environ, MMPI_TESTS_PER_YIELD="many")
-    r = subprocess.run([sys.executable, "-c", "import mmpi._engine"], env=env,
+    r = subprocess.run([sys.executable, "-c", "import mmpi._engine.engine"], env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "MMPI_TESTS_PER_YIELD='many': expected a whole number" in r.stderr

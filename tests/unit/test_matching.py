@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from mmpi._matching import MatchQueues, accepts
+from mmpi._engine.matching import MatchQueues, accepts
 
 
 @dataclass(eq=False)

@@ -1,4 +1,4 @@
-"""mmpi/_startup/mmpi_output_mark.py: a rank's writes marked as Hydra marks them (Open MPI)."""
+"""mmpi/_startup/site/mmpi_output_mark.py: a rank's writes marked as Hydra marks them (Open MPI)."""
 # ruff: noqa: D103  (test names say what they check)
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Tests of the progress threads' model (mmpi._progress.choose) and their mode's checks."""
+"""Tests of the progress threads' model (mmpi._runtime.progress.choose) and their mode's checks."""
 # ruff: noqa: D103  (test names say what they check)
 
 import pytest
 
-from mmpi import _progress
+from mmpi._runtime import progress as _progress
 from mmpi.errors import UsageError
 
 
@@ -31,20 +31,19 @@ def test_the_mode_is_checked_by_name():
 
 
 def _gates():
-    gates = [pytest.param(_progress.PyGate, id="python")]
-    try:
-        import _mmpi_crank
-    except ImportError:
-        return gates
-    return gates + [pytest.param(_mmpi_crank.Gate, id="compiled")]
+    from mmpi._backend import compiled, python
+
+    gates = [pytest.param(python.Gate, id="python")]
+    built = compiled.backend()
+    return gates if built is None else gates + [pytest.param(built.Gate, id="compiled")]
 
 
 @pytest.mark.parametrize("make", _gates())
 def test_a_pass_and_a_program_call_never_overlap(make):
-    # Rule 1 of mmpi._progress, with this test's threads in the roles: no MPI, no engine.
+    # Rule 1 of mmpi._runtime.progress, with this test's threads in the roles: no MPI, no engine.
     import threading
 
-    from mmpi import _op
+    from mmpi._engine import op as _op
 
     saved = _op.ACTIVE
     _op.ACTIVE = []
@@ -77,11 +76,11 @@ def test_a_pass_and_a_program_call_never_overlap(make):
 @pytest.mark.parametrize("make", _gates())
 def test_a_gated_call_is_the_call_and_wakes_an_idle_thread_for_work_it_left(make):
     # what a wrapped method keeps (binding, arguments, errors, names) and the end of the
-    # outermost call (PyGate.locked and _after, the reference; _cgate.c the same in C)
+    # outermost call (python.Gate.locked and _after, the reference; cgate.c the same in C)
     import threading
     import types
 
-    from mmpi import _op
+    from mmpi._engine import op as _op
 
     class Thread:
         idle = True

@@ -54,7 +54,9 @@ WAITING: list = []  # (what, request) being completed, for a dump on SIGUSR1
 def dump(_sig, frame) -> None:
     """What this rank waits for (kill -USR1 a rank of a job that seems stuck)."""
     import traceback
-    lines = [f"rank {ME}: at", *[l for l in traceback.format_stack(frame) if "commfuzz" in l], f"rank {ME}: waiting for"]
+    lines = [f"rank {ME}: at",
+             *[line for line in traceback.format_stack(frame) if "commfuzz" in line],
+             f"rank {ME}: waiting for"]
     for what, req in WAITING:
         done = getattr(req, "_op", None)
         lines.append(f"  {what}: {req!r} {getattr(done, 'done', '')}")
@@ -213,7 +215,9 @@ class Batch:
                     req = c.comm.issend(p, dst, tag) if sync else c.comm.isend(p, dst, tag)
                 else:
                     req = c.comm.Issend(p, dst, tag) if sync else c.comm.Isend(p, dst, tag)
-                reqs.append((req, None, f"send {k} ({self.msgs[k][3]}, sync {self.msgs[k][4]}) to {dst} on comm {c.cid} {c.members} {self.key} objects {self.objects} modes {self.mode}"))
+                reqs.append((req, None, f"send {k} ({self.msgs[k][3]}, sync "
+                             f"{self.msgs[k][4]}) to {dst} on comm {c.cid} {c.members} "
+                             f"{self.key} objects {self.objects} modes {self.mode}"))
                 stats["messages"] += 1
                 stats["bytes"] += p["data"].nbytes if self.objects else p.nbytes
         mode = self.mode[me]
@@ -234,7 +238,7 @@ class Batch:
     def receive_late(self) -> None:
         """Matched probes, or object receives, in the plan's order (every send is posted)."""
         comm = self.c.comm
-        for k, (src, _, _, _, _) in self.later:
+        for _k, (src, _, _, _, _) in self.later:
             st = MPI.Status()
             if self.objects:
                 obj = comm.recv(None, src, MPI.ANY_TAG, st)
@@ -349,7 +353,8 @@ class Coll:
             send = self.mine(m[r], cs[r])
             here = self.name == "Allgatherv" or r == root
             recv = np.zeros(sum(cs), self.dtype) if here else None
-            full = np.concatenate([self.mine(w, k) for w, k in zip(m, cs)]) if here else None
+            full = (np.concatenate([self.mine(w, k) for w, k in zip(m, cs, strict=True)])
+                    if here else None)
             args = (send, [recv, cs] if here else None) + ((root,) if self.name == "Gatherv"
                                                             else ())
             check = (lambda: self._eq(recv, full)) if here else None

@@ -1,22 +1,27 @@
-"""The compiled rank path speaks the wire protocol byte for byte (run on one process).
+"""Both rank backends speak the wire protocol byte for byte (run on one process).
 
-`_mmpi_crank.send_eager` sends to this process itself on COMM_SELF, as it would to a
-forwarder: the bytes must be what `protocol.pack_eager_into` / `pack_crossing` make for the
-same fields. `drain` must return every waiting message, in order, with its tag, and read the
-envelope of a plain eager one as `protocol.plain_eager` does (src -1 for any other), and
-complete the receives posted for plain eager ones as mmpi/_arrivals.py does; `wait_link` must
-say whether one waits; `reap` must empty the outbox once the sends completed.
+argv[1]: compiled or python (mmpi._backend). `send_eager` sends to this process itself on
+COMM_SELF, as it would to a forwarder: the bytes must be what `protocol.pack_eager_into` /
+`pack_crossing` make for the same fields. `drain` must return every waiting message, in order,
+with its tag; the compiled one reads the envelope of a plain eager one as `protocol.plain_eager`
+does (src -1 for any other) and completes the receives posted for plain eager ones as
+mmpi/_engine/p2p.py does, the Python one hands every message on (src -1); `wait_link` must say
+whether one waits; `reap` must empty the outbox once the sends completed.
 """
 
-import _mmpi_crank as crank
+import sys
+
 from mpi4py import MPI
 
-from mmpi._matching import MatchQueues, Posted
-from mmpi._op import Op
+from mmpi._backend import compiled, python
+from mmpi._engine.matching import MatchQueues, Posted
+from mmpi._engine.op import Op
 from mmpi.wire import protocol as P
 
-self_comm = MPI.COMM_SELF
-h = self_comm.handle
+COMPILED = sys.argv[1] == "compiled"
+crank = compiled.backend() if COMPILED else python.PythonBackend()
+assert crank is not None, compiled.WHY_NOT
+h = crank.link(MPI.COMM_SELF)
 cases = [  # (mpitag, src, dst, tag, context, flags, aux, payload)
     (P.T_EAGER, 0, 5, 7, 0, 0, 0, b"12345678"),
     (P.T_EAGER, 3, 1, 2**29 - 3, 41, 0, 0, b""),
@@ -24,16 +29,16 @@ cases = [  # (mpitag, src, dst, tag, context, flags, aux, payload)
     (P.T_COLL, 1, 6, 11, 70000, 0, 2**32 - 1, b"x"),
 ]
 assert crank.wait_link(h, 3) is False, "wait_link saw a message on an empty link"
-assert crank.drain(h) is None
+assert crank.drain(h, None) is None
 for mpitag, src, dst, tag, ctx, flags, aux, payload in cases:
     crank.send_eager(h, mpitag, src, dst, tag, ctx, flags, aux, memoryview(payload))
 assert crank.wait_link(h, 1000) is True
-got = crank.drain(h)
+got = crank.drain(h, None)
 assert got is not None and len(got) == len(cases), got
 for case, (rtag, buf, *head) in zip(cases, got, strict=True):
     mpitag, src, dst, tag, ctx, flags, aux, payload = case
     assert rtag == mpitag, (rtag, mpitag)
-    plain = P.plain_eager(buf) if mpitag == P.T_EAGER else None
+    plain = P.plain_eager(buf) if mpitag == P.T_EAGER and COMPILED else None
     assert head == ([-1, 0, 0] if plain is None else list(plain)), (head, plain)
     want = bytearray(P.ENVELOPE_SIZE + len(payload))
     P.pack_eager_into(want, src, dst, tag, ctx, len(payload), flags, aux)
@@ -46,7 +51,7 @@ for case, (rtag, buf, *head) in zip(cases, got, strict=True):
         assert buf == P.pack_crossing(src, dst, tag, ctx, aux, payload)
     if not flags:
         assert P.plain_eager(buf) == (src, tag, ctx)
-assert crank.drain(h) is None
+assert crank.drain(h, None) is None
 for _ in range(100):
     if crank.reap():
         break
@@ -56,15 +61,32 @@ for i in range(300):
     crank.send_eager(h, P.T_EAGER, 0, 0, i, 0, 0, 0, i.to_bytes(4, "little"))
 seen = []
 while len(seen) < 300:
-    for _, buf, *_ in crank.drain(h) or ():
+    for _, buf, *_ in crank.drain(h, None) or ():
         seen.append(int.from_bytes(buf[P.ENVELOPE_SIZE:], "little"))
 assert seen == list(range(300)), seen[:10]
 while not crank.reap():
     pass
 
 
+if not COMPILED:  # the Python backend completes nothing itself: the engine's arrivals do
+    ctx = type("Ctx", (), {})()
+    ctx.from_world, ctx.queues = {7: 0, 3: 1}, MatchQueues()
+    op = Op(matched=False)
+    ctx.queues.posted.append(Posted(1, 4, memoryview(bytearray(8)), op, "Irecv"))
+    crank.send_eager(h, P.T_EAGER, 3, 0, 4, 5, 0, 0, memoryview(b"AAAAAAAA"))
+    got = []
+    while not got:
+        got = crank.drain(h, {5: ctx}) or []
+    assert not op.done and [(src, bytes(b[P.ENVELOPE_SIZE:])) for _, b, src, _, _ in got] == \
+        [(-1, b"AAAAAAAA")], got
+    while not crank.reap():
+        pass
+    print("CRANK WIRE OK", flush=True)
+    sys.exit(0)
+
+
 # drain with the engine's contexts completes, itself, a posted receive that takes a plain eager
-# message whole (the rules of mmpi/_arrivals.py), and hands on everything else unchanged
+# message whole (the rules of mmpi/_engine/arrivals.py), and hands on everything else unchanged
 class Ctx:
     def __init__(self, members):
         self.from_world = {w: r for r, w in enumerate(members)}

@@ -19,7 +19,7 @@ rank = world.Get_rank()
 x, z = world.Dup(), world.Dup()
 big = np.arange(100_000, dtype=np.uint8) if rank == 0 else np.zeros(100_000, np.uint8)
 small = np.arange(10, dtype=np.int64) if rank == 0 else np.zeros(10, np.int64)
-for rnd in range(3):
+for _ in range(3):
     q1 = x.Ibcast(big, 0)
     q2 = x.Ibcast(small, 0)
     if rank == 0:

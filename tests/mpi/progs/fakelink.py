@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 from forwarder._relay import Link
 from forwarder.daemon import Forwarder
-from mmpi import _bootstrap
+from mmpi._runtime import bootstrap as _bootstrap
 
 _TAG = 4242
 

@@ -1,4 +1,4 @@
-"""The rules a dynamic broadcast must keep (mmpi/_fanout.py), checked on every rank.
+"""The rules a dynamic broadcast must keep (mmpi/_engine/fanout.py), checked on every rank.
 
 Rank 0 sends one 1 MiB buffer to every rank of the other cluster (the bytes must cross
 once), then:

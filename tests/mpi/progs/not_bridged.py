@@ -2,7 +2,8 @@
 
 The patterns of mpi4py's own tests (test_dynproc, test_comm_inter): rank 0 accepts on
 COMM_SELF while the others connect on a bridged communicator (a native Accept would wait for
-ever); what intercommunicators between bridged groups lack. Each rank prints `rank R: <call> <outcome>`.
+ever); what intercommunicators between bridged groups lack. Each rank prints
+`rank R: <call> <outcome>`.
 """
 
 from mmpi import MPI

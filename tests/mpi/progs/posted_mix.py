@@ -9,7 +9,7 @@ rank or ANY_SOURCE, the tag or ANY_TAG) and of order (the receive posted before 
 can come, or after it came: then it waits unmatched and the Python matcher takes it); with a
 given tag, a decoy of another tag comes first and is received after. Every received byte and
 status is checked, on the compiled rank path (where the common cases run in C:
-mmpi/_cpost.c) and on the Python one alike; then a message too long for its receive must be
+mmpi/_backend/cpost.c) and on the Python one alike; then a message too long for its receive must be
 named with the call (Recv or Irecv), and arguments the compiled case must refuse (a freed
 communicator too) get the Python path's errors by name.
 Prints "POSTED OK <rank> compiled=<bool> <n>".

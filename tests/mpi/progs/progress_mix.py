@@ -17,7 +17,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from mmpi import _bootstrap, _progress
+from mmpi._runtime import bootstrap as _bootstrap
+from mmpi._runtime import progress as _progress
 
 mode = sys.argv[1]
 comm = MPI.COMM_WORLD
@@ -35,7 +36,8 @@ def chatter():
     try:
         for n in range(5):  # as many as the peer's thread makes
             with mine:
-                got = comm.sendrecv(("hello", rank, n), dest=peer, sendtag=77, source=peer, recvtag=77)
+                got = comm.sendrecv(("hello", rank, n), dest=peer, sendtag=77, source=peer,
+                                    recvtag=77)
             if got != ("hello", peer, n):
                 errors.append(f"chatter got {got}")
             time.sleep(0.001)

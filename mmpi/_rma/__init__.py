@@ -1,0 +1,1 @@
+"""One-sided communication across the zipper: windows whose operations travel as messages."""

@@ -1,0 +1,1 @@
+"""The rank's life in the bridged world: joining it at import, the facade, progress threads."""
