@@ -12,7 +12,7 @@
  *                if there is none); src is -1 unless the message is a plain eager one
  *                (protocol.plain_eager's test), whose envelope is then read here. Given the
  *                engine's contexts, it completes the receive posted for a plain eager message
- *                itself where that takes only a copy (mmpi/_engine/arrivals.py's rules).
+ *                itself where that takes only a copy (mmpi/_engine/p2p.py's rules).
  *   wait_link    a wait's first rounds: probe a link and yield the CPU, a few times over,
  *                without the GIL; a round holds the core for a fraction of an interpreted one.
  * All but wait_link run with the GIL held: each is a few MPI calls that never block.
@@ -201,7 +201,7 @@ static int int_is(PyObject *o, long want) { /* o == want, for an int o */
     return v == want && !(v == -1 && PyErr_Occurred());
 }
 
-/* Complete the receive posted for a plain eager message, as mmpi/_engine/arrivals.py's _plain_eager
+/* Complete the receive posted for a plain eager message, as mmpi/_engine/p2p.py's _plain_eager
  * and _eager_into do (the reference): the earliest posted receive of context `cid` that accepts
  * (source, tag) takes it, if it has a buffer the bytes fit in and nothing to run at completion.
  * 1 if done here; 0 if the message is left to the Python path, nothing changed; -1 on error. */

@@ -2,7 +2,7 @@
 
 Rule 1: a window has a communicator of its own (a Dup of the one it was made on). An
         operation is one message to its target there (tag T_REQ: a pickled tuple, the target
-        datatype as byte runs, see `_rma`), applied to the target's memory when the target
+        datatype as byte runs, see `targets`), applied to the target's memory when the target
         serves (Rule 2). A Get's data, a fetch's result and every acknowledgement come back
         with tag T_REPLY; MPI's order between two ranks keeps a target's replies in request
         order, so each origin expects them in a queue per target.
@@ -10,29 +10,38 @@ Rule 2: a rank serves its windows whenever the bridge makes progress: in any mmp
         wait, and all along with a progress thread (MMPI_PROGRESS). A passive-target epoch
         needs nothing else of the target's program; without a thread, a target that makes no
         call delays its origins until it does (MPI allows such weak progress).
-Rule 3: synchronisation (Fence, Lock, Flush, PSCW): `_winsync`.
+Rule 3: a dynamic window's memory is the regions each rank attaches (regions.py).
 Rule 4: an operation on this rank's own window is applied in the call, as a native window
         does: a message to itself would wait for the next progress, and an operation of
         another origin that arrived meanwhile would be applied first (mpi4py.util.sync's
         mutex resets its own queue link that way and loses its successor's note).
+Rule 5: Fence: each rank learns how many operations of the epoch target it (a reduce-scatter
+        of the counts; each operation carries its epoch), serves until it has applied them,
+        and collects its own Gets' data; an operation of the next epoch, from an origin out
+        of the Fence first, waits until this rank is out too. Lock: a request the target
+        grants when it can (shared or exclusive, in arrival order); Unlock and Flush wait
+        for an acknowledgement the target sends once it has applied what came before. Post
+        sends a note to each origin, Start waits for them; Complete sends one to each target
+        after its operations and waits for the target's acknowledgement (so a target's Test
+        after any later synchronisation sees it), Wait serves until every origin's has come.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from .._api.message import Message
 from .._api.request import BridgedRequest
 from .._engine import buffers as _buffers
 from .._engine.op import PENDING, SENT
 from .._startup.native import MPI
-from ..errors import NotBridged, UsageError
+from ..errors import NotBridged, RankError, UsageError
 from . import targets as _rma
-from .windyn import DynamicWindow, Regions
-from .winface import WindowFace, stub_the_rest
-from .winsync import Synchronisation
+from .regions import Regions
 
-T_REQ, T_REPLY = 1, 2  # and T_POST (_winsync)
+T_REQ, T_REPLY, T_POST = 1, 2, 3  # T_POST: Post's note to an origin (Rule 5)
 _NO_EPOCH = -1  # operations of a passive-target epoch: no Fence counts them
 
 
@@ -45,7 +54,7 @@ def create_across(comm, memory, disp_unit: int, flavor: int) -> BridgedWin:
     return BridgedWin(d, memory, [u for u, _ in shape], [n for _, n in shape], flavor)
 
 
-class BridgedWin(Synchronisation, WindowFace, DynamicWindow, MPI.Win):
+class BridgedWin(MPI.Win):
     """An MPI.Win across the zipper (Rule 1): calls not written out here raise NotBridged."""
 
     def __new__(cls, comm, memory: memoryview, units, sizes, flavor: int):
@@ -377,6 +386,270 @@ class BridgedWin(Synchronisation, WindowFace, DynamicWindow, MPI.Win):
 
     free = Free
 
+    # -- synchronisation (Rule 5) -------------------------------------------------------
+    def Fence(self, assertion: int = 0) -> None:
+        """Close the epoch: every operation to and from this rank complete."""
+        comm = self._live("Fence")
+        counts = np.array(self._sent, np.int64)
+        incoming = np.zeros(1, np.int64)
+        comm.Reduce_scatter_block(counts, incoming, MPI.SUM)
+        epoch, want = self._epoch, int(incoming[0])
+        self._wait_served(lambda: self._served.get(epoch, 0) >= want)
+        for target in range(self._size):
+            self._drain(target)
+        self._served.pop(epoch, None)
+        self._sent = [0] * self._size
+        self._epoch += 1
+        early, self._early = self._early, []
+        for source, req in early:
+            self._apply(source, req)
+
+    def Lock(self, rank: int, lock_type: int = MPI.LOCK_EXCLUSIVE, assertion: int = 0):
+        """Start a passive-target epoch at `rank`.
+
+        It returns at once, as MPI allows: the target holds this rank's operations until it
+        grants the lock, and Unlock (or Flush) waits for the grant with their replies; an
+        epoch costs one round trip, not three.
+        """
+        self._live("Lock")
+        if not 0 <= rank < self._size:
+            raise UsageError(f"Win.Lock: rank {rank} is not in the window's group")
+        self._ask(rank, ("lock", lock_type == MPI.LOCK_EXCLUSIVE))
+        self._locked.add(rank)
+
+    def Unlock(self, rank: int) -> None:
+        """End the passive-target epoch at `rank`: its operations applied there."""
+        self._live("Unlock")
+        if rank not in self._locked:
+            raise UsageError(f"Win.Unlock: rank {rank} is not locked by rank {self._rank}")
+        self._ask(rank, ("unlock",))
+        self._drain(rank)
+        self._locked.discard(rank)
+
+    def Lock_all(self, assertion: int = 0) -> None:
+        """A shared lock at every rank."""
+        self._live("Lock_all")
+        for rank in range(self._size):
+            self._ask(rank, ("lock", False))  # granted by the time Unlock_all drains (Lock)
+        self._locked = set(range(self._size))
+
+    def Unlock_all(self) -> None:
+        """End the epoch Lock_all started."""
+        self._live("Unlock_all")
+        for rank in range(self._size):
+            self._ask(rank, ("unlock",))
+        for rank in range(self._size):
+            self._drain(rank)
+        self._locked = set()
+
+    def Flush(self, rank: int) -> None:
+        """Every operation of this rank to `rank` applied there."""
+        self._live("Flush")
+        self._ask(rank, ("flush",))
+        self._drain(rank)
+
+    Flush_local = Flush
+
+    def Flush_all(self) -> None:
+        """Flush to every rank."""
+        for rank in range(self._size):
+            self.Flush(rank)
+
+    Flush_local_all = Flush_all
+
+    def Sync(self) -> None:
+        """The window's memory is the one copy (MPI.WIN_UNIFIED): what has come is applied.
+
+        A program polling its own window with Sync sees the others' operations land.
+        """
+        self._live("Sync")
+        self._engine.progress()
+
+    def _ranks(self, group) -> list[int]:
+        if group.Get_size() == 0:  # MPI.GROUP_EMPTY is mpi4py's own: nothing to translate
+            return []
+        mine = self._comm.Get_group()
+        try:
+            return list(group.Translate_ranks(list(range(group.Get_size())), mine))
+        finally:
+            mine.Free()
+
+    def Post(self, group, assertion: int = 0) -> None:
+        """Expose the window to the origins in `group`."""
+        self._live("Post")
+        origins = self._ranks(group)
+        self._origins, self._completes = len(origins), 0
+        for rank in origins:
+            self._post(None, rank, T_POST)
+
+    def Start(self, group, assertion: int = 0) -> None:
+        """Start an access epoch to the targets in `group` (once they have posted)."""
+        comm = self._live("Start")
+        self._targets = self._ranks(group)
+        for rank in self._targets:
+            comm.recv(source=rank, tag=T_POST)
+        self._locked = set(self._targets)  # their operations are not counted by a Fence
+
+    def Complete(self) -> None:
+        """End the access epoch Start began."""
+        self._live("Complete")
+        for rank in self._targets:  # acknowledged: a target's Test after this sees it
+            self._ask(rank, ("complete",))
+        for rank in self._targets:
+            self._drain(rank)
+        self._targets, self._locked = [], set()
+
+    def Wait(self) -> None:
+        """End the exposure epoch Post began: every origin's operations applied."""
+        self._live("Wait")
+        self._wait_served(lambda: self._completes >= self._origins)
+        self._origins = self._completes = 0
+
+    def Test(self) -> bool:
+        """Whether the exposure epoch is over (then ended, as Wait)."""
+        self._live("Test")
+        self._serve()
+        if self._completes < self._origins:
+            return False
+        self._origins = self._completes = 0
+        return True
+
+    # -- what the window shows of itself: memory, group, attributes, names ----------------
+    def _live(self, name: str):
+        if self._comm is None:
+            raise UsageError(f"Win.{name}: the window has been freed")
+        return self._comm
+
+    def tomemory(self):
+        """The window's memory on this rank."""
+        self._live("tomemory")
+        if self._flavor == MPI.WIN_FLAVOR_DYNAMIC:  # MPI_BOTTOM, as MPI says
+            return MPI.buffer.fromaddress(0, 0)
+        return MPI.buffer(self._mem)
+
+    def Shared_query(self, rank: int):
+        """(memory, disp_unit) of `rank`'s window memory, where this rank can load and store it.
+
+        As MPI 4.1 says for a window not made by Allocate_shared: only this rank's own memory
+        is so here (the others' may lie in the other cluster), so any other rank answers with
+        size 0; MPI.PROC_NULL asks for the lowest rank with memory (size 0 unless it is this).
+        """
+        self._live("Shared_query")
+        rank = int(rank)
+        if rank == MPI.PROC_NULL:
+            rank = next((r for r, n in enumerate(self._sizes) if n), MPI.PROC_NULL)
+        elif not 0 <= rank < self._size:
+            raise RankError(f"Win.Shared_query on rank {self._rank}: rank {rank} is not in the "
+                            f"window's group of size {self._size}")
+        if rank == self._rank:
+            return MPI.buffer(self._mem), self._units[rank]
+        return MPI.buffer.fromaddress(0, 0), self._units[rank] if rank >= 0 else 1
+
+    def Get_group(self):
+        """The group of the communicator the window was made on."""
+        return self._live("Get_group").Get_group()
+
+    def Get_attr(self, keyval: int):
+        """WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL."""
+        self._live("Get_attr")
+        if keyval == MPI.WIN_BASE:
+            return MPI.Get_address(self._mem) if len(self._mem) else 0
+        if keyval == MPI.WIN_SIZE:
+            return len(self._mem)
+        if keyval == MPI.WIN_DISP_UNIT:
+            return self._units[self._rank]
+        if keyval == MPI.WIN_CREATE_FLAVOR:
+            return self._flavor
+        if keyval == MPI.WIN_MODEL:
+            return MPI.WIN_UNIFIED
+        raise NotBridged("Win.Get_attr: attributes of a program's own keyvals are not "
+                         "bridged on a window across the zipper")
+
+    def Get_info(self):
+        """An empty info object: the window keeps no hints."""
+        return MPI.Info.Create()
+
+    def Set_info(self, info) -> None:
+        """Hints are accepted and not acted on."""
+
+    def Get_name(self) -> str:
+        """The window's name."""
+        return self._name
+
+    def Set_name(self, name: str) -> None:
+        """Name the window."""
+        self._name = name
+
+    def Get_errhandler(self):
+        """The window's error handler (a new handle, as MPI gives: the caller frees it)."""
+        return MPI.Errhandler(self._errhandler)
+
+    def Set_errhandler(self, errhandler) -> None:
+        """Errors raise unless ERRORS_ARE_FATAL/ABORT is set (then the job ends).
+
+        The window keeps a handle of its own, as MPI does: freeing the caller's leaves it.
+        """
+        self._errhandler = MPI.Errhandler(errhandler)
+
+    def __reduce__(self):
+        raise ValueError("cannot serialize 'mpi4py.MPI.Win' instance")
+
+    def __bool__(self) -> bool:
+        return self._comm is not None
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        return self._comm is None and isinstance(other, MPI.Win) and not other
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    # -- a dynamic window's memory (regions.py) ----------------------------------------
+    def Attach(self, memory) -> None:
+        """Expose `memory` in this dynamic window, at its address (Rule 1)."""
+        self._dynamic("Attach").attach(_buffers.as_view(memory, writable=True, op="Attach"))
+
+    def Detach(self, memory) -> None:
+        """Stop exposing `memory` in this dynamic window."""
+        self._dynamic("Detach").detach(_buffers.as_view(memory, writable=True, op="Detach"),
+                                       self._rank)
+
+    def _dynamic(self, name: str) -> Regions:
+        self._live(name)
+        if self._regions is None:
+            raise UsageError(f"Win.{name}: the window was not made by Win.Create_dynamic")
+        return self._regions
+
+    __hash__ = object.__hash__
+
+    group = property(Get_group)
+    group_size = property(lambda self: self._size)
+    group_rank = property(lambda self: self._rank)
+    flavor = property(lambda self: self._flavor)
+    model = property(lambda self: MPI.WIN_UNIFIED)
+    name = property(Get_name, Set_name)
+    info = property(Get_info, Set_info)
+    attrs = property(lambda self: (self.Get_attr(MPI.WIN_BASE), len(self._mem),
+                                   self._units[self._rank]))
+
+
+def stub_the_rest(cls: type) -> None:
+    """Every instance method of mpi4py's Win that `cls` lacks raises NotBridged by name."""
+    own = set().union(*(vars(k) for k in cls.__mro__ if k.__module__.startswith("mmpi")))
+    for name in dir(MPI.Win):
+        raw = MPI.Win.__dict__.get(name)
+        if not name.startswith("_") and name not in own and callable(raw) \
+                and not isinstance(raw, (classmethod, staticmethod)):
+            setattr(cls, name, _not_bridged(name))
+
+
+def _not_bridged(name: str):
+    def call(self, *args, **kwargs):
+        raise NotBridged(f"Win.{name} is not bridged on a window across the zipper")
+
+    call.__name__ = name
+    return call
 
 stub_the_rest(BridgedWin)
 

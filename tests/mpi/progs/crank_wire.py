@@ -86,7 +86,7 @@ if not COMPILED:  # the Python backend completes nothing itself: the engine's ar
 
 
 # drain with the engine's contexts completes, itself, a posted receive that takes a plain eager
-# message whole (the rules of mmpi/_engine/arrivals.py), and hands on everything else unchanged
+# message whole (the rules of mmpi/_engine/p2p.py), and hands on everything else unchanged
 class Ctx:
     def __init__(self, members):
         self.from_world = {w: r for r, w in enumerate(members)}

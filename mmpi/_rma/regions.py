@@ -1,4 +1,4 @@
-"""Dynamic windows across the zipper: the memory a target has attached, found by address.
+"""A dynamic window's memory: the regions a target has attached, found by address.
 
 Rule 1: a window made by `Win.Create_dynamic` starts with no memory; each rank attaches and
         detaches its own regions (`Attach`, `Detach`: local calls, as in MPI). An origin
@@ -11,7 +11,6 @@ Rule 2: the target resolves an operation's bytes to the one attached region that
 
 from __future__ import annotations
 
-from .._engine import buffers as _buffers
 from .._startup.native import MPI
 from ..errors import UsageError
 
@@ -45,25 +44,4 @@ class Regions:
                          f"{lo:#x}..{hi:#x}, outside the memory attached here")
 
 
-class DynamicWindow:
-    """Mixin of `_window.BridgedWin`: Attach and Detach (its `_regions`: None unless dynamic)."""
-
-    __slots__ = ()
-
-    def Attach(self, memory) -> None:
-        """Expose `memory` in this dynamic window, at its address (Rule 1)."""
-        self._dynamic("Attach").attach(_buffers.as_view(memory, writable=True, op="Attach"))
-
-    def Detach(self, memory) -> None:
-        """Stop exposing `memory` in this dynamic window."""
-        self._dynamic("Detach").detach(_buffers.as_view(memory, writable=True, op="Detach"),
-                                       self._rank)
-
-    def _dynamic(self, name: str) -> Regions:
-        self._live(name)
-        if self._regions is None:
-            raise UsageError(f"Win.{name}: the window was not made by Win.Create_dynamic")
-        return self._regions
-
-
-__all__ = ["Regions", "DynamicWindow"]
+__all__ = ["Regions"]
