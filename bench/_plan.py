@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from launch import module_argv
+
 from ._catalog import BENCHES, GROUPS
 
 # The pairs target compares 4 concurrent cross pairs with one (docs/performance.md).
@@ -75,14 +77,15 @@ def plan_runs(specs: dict[str, str], low: int, high: int, options: Sequence[str]
             continue
         a, b = shapes[group]
         bind = bool(bind_cpus) and group != "pairs"
-        worker = (python, "-m", "bench.worker", "--low", str(a), *options, *mine)
+        worker = (*module_argv(python, "bench.worker"), "--low", str(a), *options, *mine)
         native_bind = (("--bind-to" if openmpi else "-bind-to", "core") if bind else ())
         native_bind += native_flags
         runs.append(Run("native", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
                         mine, native_env))
         if group == "p2p":  # the baseline between two jobs, as a forwarded message travels
             runs.append(Run("across", group,
-                            (python, "-m", "bench.across", mpiexec, *worker), mine, native_env))
+                            (*module_argv(python, "bench.across"), mpiexec, *worker), mine,
+                            native_env))
         if group == "overlap":  # and with MPICH's own progress thread
             runs.append(Run("async", group, (mpiexec, "-n", str(a + b), *native_bind, *worker),
                             mine, ASYNC_ENV))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._command import launcher
+from ._command import launcher, module_argv
 from ._dvm import DVMError
 from ._dvm import running as openmpi_dvm
 from ._openmpi import detect as detect_mpi
@@ -14,6 +14,7 @@ from .runner import LaunchError, run
 
 __all__ = [
     "launcher",
+    "module_argv",
     "Config",
     "ConfigError",
     "Host",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,4 +56,17 @@ def launcher(command: str) -> str:
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else command
 
 
-__all__ = ["check", "launcher"]
+def module_argv(python: str, module: str) -> tuple[str, ...]:
+    """`python -m module`, with no directory of the user's first on the module's path.
+
+    `python -m` puts the working directory first on sys.path, where a user's `forwarder.py`
+    or `bench.py` would run in place of ours: -P (Python 3.11 on) leaves it out; before
+    3.11, the same by dropping that entry before the module is looked up.
+    """
+    if sys.version_info >= (3, 11):
+        return (python, "-P", "-m", module)
+    return (python, "-c", "import runpy, sys; del sys.path[0]; "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
+__all__ = ["check", "launcher", "module_argv"]

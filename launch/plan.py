@@ -4,7 +4,7 @@ The plan is the contract between mmpi-run, the forwarder and the ranks (mmpi/wir
 
 - forwarder i (``fwd<i>``), one per daemon over all zipper nodes, started first::
 
-      [WRAPPER...] mpiexec [args] -n 1 [-hosts ZIPPER] [-bind-to user:CPU] PYTHON -m forwarder
+      [WRAPPER...] mpiexec [args] -n 1 [-hosts ZIPPER] [-bind-to user:CPU] PYTHON -P -m forwarder
               --rendezvous DIR --index i --connect-timeout T
       env: MMPI_RENDEZVOUS=DIR [UCX_NET_DEVICES=<low nic>,<high nic>] [UCX_TLS=self,tcp]
            + the job's env
@@ -66,6 +66,7 @@ from mmpi.wire import rendezvous as rv
 from place.rankmap import format_ranks
 
 from . import _openmpi, _placement
+from ._command import module_argv
 from ._hosts import Machine, detect_machine
 from ._monitoring import MATRIX_FILE
 from ._placement import Layout
@@ -272,7 +273,7 @@ def make_plan(
                                             else [])]
             argv = [
                 *zipper.wrapper, *launcher, *dvm, "-n", "1", *where,
-                python, "-m", "forwarder",
+                *module_argv(python, "forwarder"),
                 "--rendezvous", rendezvous, "--index", str(index), "--connect-timeout", timeout,
             ]  # fmt: skip
             launches.append(Launch(f"fwd{index}", FORWARDER, tuple(argv), env))

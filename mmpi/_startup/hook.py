@@ -17,6 +17,7 @@ import importlib.machinery
 import sys
 
 _TARGET = "mpi4py.MPI"
+_BRIDGED = "mmpi.MPI"  # what the import of _TARGET gives under mmpi-run
 
 
 class _Loader(importlib.abc.Loader):
@@ -30,9 +31,9 @@ class _Loader(importlib.abc.Loader):
                 "the program imports mpi4py.MPI directly: it would run as a separate world of "
                 "one cluster. Import `from mmpi import MPI` instead, or drop the flag."
             )
-        import mmpi.MPI as bridged  # takes the real module from `native`, joins the bridge
-
-        return bridged
+        # By name, as a finder answers for any module: the hook sits below the library it
+        # hands out (mmpi.MPI takes the real module from `native`, then joins the bridge).
+        return importlib.import_module(_BRIDGED)
 
     def exec_module(self, module) -> None:
         """The module is complete already."""

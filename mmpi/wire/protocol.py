@@ -87,6 +87,9 @@ F_PULLED = 8  # T_LARGE: the data of a deferred message (aux = its id), outside 
 F_TREE = 16  # K_P2P envelope alone, a fan-out's ticket: nbytes come by K_TREE (aux = its id)
 
 _ENVELOPE = struct.Struct("<BBHiiiiQIII")
+# The envelope's fields in wire order (the C parts read them at these offsets: mmpi_wire.h).
+WIRE_FIELDS = ("version", "kind", "flags", "src", "dst", "tag", "context", "nbytes", "chunk",
+               "xfer", "aux")
 ENVELOPE_SIZE = _ENVELOPE.size
 MAX_XFER = (1 << 28) - 1  # chunk tags stay well below MPICH's TAG_UB (2**29 - 1)
 

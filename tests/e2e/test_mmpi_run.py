@@ -242,3 +242,17 @@ def test_a_rank_killed_by_a_signal_gives_128_plus_the_signal(tmp_path):
     assert p.returncode == 137, out
     assert re.match(r"mmpi-run: rank 2 \(high:0, pid \d+\) was killed by signal 9 \(SIGKILL\)",
                     ours(p)[0]), out
+
+
+@pytest.mark.timeout(90)
+def test_files_of_the_users_named_like_our_parts_change_nothing(tmp_path):
+    # A user's forwarder.py, launch.py, place.py, bench.py or nas_ports.py in the working
+    # directory: mmpi-run's own processes never import them (python -P for the forwarder).
+    for name in ("forwarder", "launch", "place", "bench", "nas_ports"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('SHADOWED {name}')\n")
+    ring = Path(__file__).resolve().parents[2] / "examples" / "ring.py"
+    p, _ = mmpi_run(tmp_path, "--low", "1", "--high", "2", sys.executable, str(ring))
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "ring of 3 ranks OK" in out and "SHADOWED" not in out, out
+    assert "relay compiled" in out or "relay python" in out, out

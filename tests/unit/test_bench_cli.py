@@ -53,10 +53,10 @@ def test_plan_runs_native_then_across_jobs_then_bridged_per_group():
     assert [(r.mode, r.group) for r in runs] == [
         ("native", "p2p"), ("across", "p2p"), ("bridged", "p2p"), ("native", "world"),
         ("bridged", "world"), ("native", "pairs"), ("bridged", "pairs")]
-    worker = (PY, "-m", "bench.worker")
+    worker = (PY, "-P", "-m", "bench.worker")
     assert runs[0].argv == ("/bin/mpiexec", "-n", "2", *worker, "--low", "1", "--reps", "3",
                             "latency=8")
-    assert runs[1].argv == (PY, "-m", "bench.across", "/bin/mpiexec", *worker, "--low",
+    assert runs[1].argv == (PY, "-P", "-m", "bench.across", "/bin/mpiexec", *worker, "--low",
                             "1", "--reps", "3", "latency=8")
     assert runs[2].argv == (*RUN, "--low", "1", "--high", "1", *worker, "--low", "1",
                             "--reps", "3", "latency=8")
@@ -102,7 +102,7 @@ def test_open_mpi_runs_carry_its_environment_and_the_across_baseline_too():
     assert [r.mode for r in runs] == ["native", "across", "bridged"]
     assert "--oversubscribe" in runs[0].argv and runs[0].env == env
     # bench.across starts a DVM for its two jobs; it needs Open MPI's environment as well
-    assert runs[1].argv[:4] == (PY, "-m", "bench.across", "/ompi/bin/mpiexec")
+    assert runs[1].argv[:5] == (PY, "-P", "-m", "bench.across", "/ompi/bin/mpiexec")
     assert runs[1].env == env
 
 

@@ -32,7 +32,7 @@ def test_default_plan_order_and_names():
 def test_forwarder_contract():
     (fwd,) = plan_for().forwarders
     assert fwd.argv == (
-        "mpiexec", "-n", "1", PY, "-m", "forwarder",
+        "mpiexec", "-n", "1", PY, "-P", "-m", "forwarder",
         "--rendezvous", DIR, "--index", "0", "--connect-timeout", "60",
     )  # fmt: skip
     assert dict(fwd.env) == {rv.ENV_RENDEZVOUS: DIR}
@@ -218,7 +218,7 @@ def test_describe_lists_commands_and_env():
     plan = plan_for(data, command=["python", "my prog.py"])
     text = plan.describe()
     assert text.startswith("mmpi-run plan: 3 jobs, started in this order\n")
-    assert f"  $ mpiexec -n 1 {PY} -m forwarder --rendezvous {DIR} --index 0" in text
+    assert f"  $ mpiexec -n 1 {PY} -P -m forwarder --rendezvous {DIR} --index 0" in text
     command = "  $ mpiexec -n 2 -hosts a1:2 -prepend-pattern $'\\x1f[%r] ' python 'my prog.py'\n"
     assert command in text
     assert "    MMPI_CLUSTER=high\n" in text
