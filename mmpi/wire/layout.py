@@ -19,6 +19,9 @@ class Layout:
     """The virtual-rank layout of a bridged job (immutable)."""
 
     __slots__ = ("owners", "_local", "_vranks")
+    owners: tuple[str, ...]  # the cluster of each virtual rank
+    _local: tuple[int, ...]  # the local rank of each virtual rank
+    _vranks: dict[str, tuple[int, ...]]  # each cluster's virtual ranks, ascending
 
     def __init__(self, low_size: int, high_size: int, owners: Sequence[str] | None = None):
         if owners is None:

@@ -141,7 +141,7 @@ def _open(address: str, timeout: float) -> socket.socket:
     kind, _, rest = address.partition(":")
     if kind == "unix":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        target: object = rest
+        target: str | tuple = rest
     elif kind == "tcp":
         host, _, port = rest.rpartition(":")
         info = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0]
