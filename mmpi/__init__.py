@@ -22,7 +22,7 @@ from .errors import (
     UsageError,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str):

@@ -2,7 +2,7 @@
 
 Each also answers as mpi4py's `MPI.Exception` does (`Get_error_class()`, ...), with the MPI
 error class it stands for, and in a bridged program `except MPI.Exception` catches it (see
-`_facade`). This module imports no MPI: the error classes' numbers are looked up when asked.
+`_runtime.facade`). This module imports no MPI: the error classes' numbers are looked up when asked.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class MMPIError(Exception):
 
     mpi_error = "ERR_OTHER"  # the MPI error class this error stands for
     # In a bridged rank, each class has a twin that is also an mpi4py MPI.Exception, and
-    # errors are made as the twins (registered by `_facade.mpi_exceptions`).
+    # errors are made as the twins (registered by `_runtime.facade.mpi_exceptions`).
     _twins: dict[type, type] = {}
 
     def __new__(cls, *args, **kwargs):

@@ -1,9 +1,9 @@
 """What every bridged communicator class shares: identity, naming, info, buffers, errors.
 
 The classes themselves (`comm.Comm`, `topology.Cartcomm`, ...) add mpi4py's base class; the
-methods come from mixins by concern: point-to-point (`_p2p_api`), collectives (`_coll_api`),
-persistent collectives and partitioned calls (`_persist_api`), communicators and groups
-(`_create_api`).
+methods come from mixins by concern: point-to-point (`p2p_methods`), collectives (`coll_methods`),
+persistent collectives and partitioned calls (`persist_methods`), communicators and groups
+(`create_methods`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A communicator as the engine and the collectives see it: a group of world ranks and contexts.
 
-`COMM_WORLD` is the first one; every communicator made from it (see `_create`) is another
+`COMM_WORLD` is the first one; every communicator made from it (see `create`) is another
 `Core` over the same engine, with contexts of its own. The public classes in `comm.py` hold a
 Core and check arguments; everything below them works in the communicator's ranks.
 """
@@ -124,7 +124,7 @@ class Core:
         self.pending.append(pending)
         if len(self.pending) == 1:
             self.engine.background.append(self.advance)
-        _op.NEW_WORK = True  # for a progress thread (see _progress)
+        _op.NEW_WORK = True  # for a progress thread (see _runtime.progress)
         self.advance()
 
     def advance(self) -> bool:

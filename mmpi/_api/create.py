@@ -1,6 +1,6 @@
 """Communicators made from communicators: Dup, Split, Create, Create_group, Split_type.
 
-A new communicator is a group of world ranks plus two contexts (`_communicator.Core`). The
+A new communicator is a group of world ranks plus two contexts (`core.Core`). The
 ranks of its members in this cluster get a native communicator of their own (a native split
 of the parent's, ordered by the new ranks), so their messages and collectives stay native.
 

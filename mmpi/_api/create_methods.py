@@ -1,6 +1,6 @@
 """The communicator methods of a bridged communicator: groups, new communicators, attributes.
 
-Communicators made here are bridged too (`_create`), whatever their members: one inside a
+Communicators made here are bridged too (`create`), whatever their members: one inside a
 single cluster sends and reduces natively, one across the zipper gets contexts of its own.
 """
 
@@ -105,7 +105,7 @@ class CommunicatorMethods:
         """Split by what processes share (a node never spans the zipper)."""
         core = self._flush()
         if split_type == MPI.UNDEFINED:
-            _create.all_here(core)  # as split_type does (see _create, Rule 3)
+            _create.all_here(core)  # as split_type does (see create, Rule 3)
             core.p2p.comm.Split_type(MPI.UNDEFINED, 0)
             return MPI.COMM_NULL
         new = _create.split_type(core, split_type, as_int(key, "key", "Split_type"), info)

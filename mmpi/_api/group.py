@@ -74,7 +74,10 @@ class Group(_native, metaclass=StandIn):
 
     @classmethod
     def Create_from_session_pset(cls, session, pset_name: str):
-        """The process set's group: the bridged world's for "mpi://WORLD" (`_facade.Session`)."""
+        """The process set's group: the bridged world's for "mpi://WORLD".
+
+        See `_runtime.facade.Session`.
+        """
         if pset_name == "mpi://WORLD":
             return sys.modules["mmpi.MPI"].COMM_WORLD.Get_group()
         return _native.Create_from_session_pset(session, pset_name)

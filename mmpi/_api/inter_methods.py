@@ -1,9 +1,9 @@
 """The buffer collectives of a bridged intercommunicator: blocking, non-blocking, persistent.
 
-Each method names its call and hands `_inter_coll`'s steps to the intercommunicator's queue of
+Each method names its call and hands `intercoll`'s steps to the intercommunicator's queue of
 collective calls (`_collectives.run`): run to the end for a blocking call, a request for a
 non-blocking one; the persistent forms (`Bcast_init`, ...) make the non-blocking call again at
-every Start (`_persist_api` Rule 1).
+every Start (`persist_methods` Rule 1).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ every `Start`).
 
 Rule 1: a call is non-blocking collectives on the local group's private communicator plus
         messages between the two groups' leaders (local rank 0) on the intercommunicator's
-        collective context (`_inter` Rule 2); a rooted call's data goes between the root and
+        collective context (`intercore` Rule 2); a rooted call's data goes between the root and
         the other group's leader.
 Rule 2: what a leader hands to its group travels with its size: the leader scatters (or
         broadcasts) the sizes first, every rank receives what it was told, and only then

@@ -1,10 +1,10 @@
 """The bridged intercommunicator: mpi4py's `Intercomm` API between two bridged groups.
 
-Point-to-point calls address the remote group (`_inter` Rule 1) and are those of every
+Point-to-point calls address the remote group (`intercore` Rule 1) and are those of every
 bridged communicator. A collective call is one on the local group's private communicator plus
-the leaders' messages (`_inter` Rule 2): a rooted call gives its data to the other group's
+the leaders' messages (`intercore` Rule 2): a rooted call gives its data to the other group's
 leader, which spreads it in its group; an all-to-all call gathers at the leaders, which swap.
-The buffer forms, blocking, non-blocking and persistent, are `_inter_api`'s; the object forms
+The buffer forms, blocking, non-blocking and persistent, are `inter_methods`'s; the object forms
 and the calls that make communicators are here. Calls without a form (Scan, Create_group,
 ...) raise NotBridged by name.
 """
@@ -163,7 +163,7 @@ class Intercomm(InterCollectiveMethods, _Bridged, MPI.Intercomm):
         """As Free."""
         self.Free()
 
-    # -- the leaders' messages (Rule 2 of _inter) ----------------------------------------
+    # -- the leaders' messages (Rule 2 of intercore) -------------------------------------
     @property
     def _local(self):
         """The bridged object over the local group's private communicator (made once)."""

@@ -15,7 +15,7 @@ class Message(MPI.Message):
     """A message taken by a matched probe (Mprobe, Improbe): receive it with Recv/Irecv."""
 
     __slots__ = ("_arrived", "_p2p", "_pickled")
-    _copied_as_itself = True  # MPI.Message(msg) is msg (see _standin.StandIn.__call__)
+    _copied_as_itself = True  # MPI.Message(msg) is msg (see standin.StandIn.__call__)
 
     def __new__(cls, *args, **kwargs):
         """A new message object (its native handle stays MPI_MESSAGE_NULL)."""

@@ -172,10 +172,10 @@ class PointToPointMethods:
     def Send(self, buf, dest, tag=0) -> None:
         """Blocking standard-mode send."""
         post = self._core.post_send
-        if post is not None and post(buf, dest, tag) is not None:  # done at once (_cpost.c)
+        if post is not None and post(buf, dest, tag) is not None:  # done at once (_backend/cpost.c)
             return
         op = self._send_op(buf, dest, tag, "Send")
-        if not op.done:  # a small forwarded message is done at once (see _op.Outbox)
+        if not op.done:  # a small forwarded message is done at once (see _backend.outbox.Outbox)
             self._core.engine.wait_for(op.poll, op.remote)
         if op.error is not None:
             raise op.error

@@ -3,10 +3,10 @@
 `Request` is what `MPI.Request` names under mmpi-run: a subclass of mpi4py's own, so a native
 request (from `COMM_SELF`, say) is still one (`isinstance` holds for both), `MPI.Request()` is
 the null request, and the class methods (`Waitall`, `Testany`, ...) take any mix of native and
-bridged requests. A `BridgedRequest` is one operation of the bridge (an `_op.Op`, or a
+bridged requests. A `BridgedRequest` is one operation of the bridge (an `_engine.op.Op`, or a
 non-blocking collective call); its handle is MPI_REQUEST_NULL, its methods are ours. Every
-wait polls the engine with back-off (see `_engine` Rule 1); the waits and tests of a list of
-requests are `_request_waits`'.
+wait polls the engine with back-off (see `_engine.engine` Rule 1); the waits and tests of a list of
+requests are `waits`'.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ class BridgedRequest(Request, Bridged):
     """One operation of the bridge: a send, a receive, a non-blocking collective call."""
 
     __slots__ = ("_op", "_pickled", "_consumed", "_value")
-    _copied_as_itself = True  # MPI.Request(req) is req (see _standin.StandIn.__call__)
+    _copied_as_itself = True  # MPI.Request(req) is req (see standin.StandIn.__call__)
 
     def __new__(cls, *args, **kwargs):
         """A new bridged request object (its native handle stays MPI_REQUEST_NULL)."""

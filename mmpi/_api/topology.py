@@ -2,7 +2,7 @@
 
 `TopologyMethods` makes them (Create_cart, Create_graph, Create_dist_graph(_adjacent));
 `Cartcomm`, `Graphcomm` and `Distgraphcomm` mirror mpi4py's classes, with the neighbourhood
-collectives (`_topo_api`).
+collectives (`topo_methods`).
 """
 
 from __future__ import annotations

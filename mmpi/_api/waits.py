@@ -2,7 +2,8 @@
 
 A list may mix native requests (mpi4py's) and bridged ones (`request.BridgedRequest`, marked
 by the base `Bridged` here, so that this module needs nothing of `request`). Every wait polls
-the rank's engine with back-off (`_engine` Rule 1): `bind` names it once the bridge is joined.
+the rank's engine with back-off (`_engine.engine` Rule 1): `bind` names it once the bridge
+is joined.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from .._startup.native import MPI
 from ..errors import MMPIError
 
 _native = MPI.Request
-engine = None  # the rank's engine, set when the bridge is joined (read by request, _facade)
+engine = None  # the rank's engine, set when the bridge is joined (read by request, _runtime.facade)
 
 
 class Bridged:

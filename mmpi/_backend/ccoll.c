@@ -11,14 +11,15 @@
  *              link, me, peer, ctx, tag, call, sends, part, tests, first, idle, keep)
  *
  * runs a Barrier or Allreduce (`mode`), on the cluster's native communicator `local`:
- *   1. the cluster's check (Rule 3 of _collectives/_base.py): the persistent allgather `check`
+ *   1. the cluster's check (Rule 3 of _collectives/common.py): the persistent allgather `check`
  *      started and waited for, then each rank's first three words of `words` compared with
  *      this rank's; or, with no check, a native barrier (a Barrier's first);
  *   2. Allreduce: a native reduce to local rank 0 (`sendbuf` None: in place);
  *   3. at the leader (`link` not 0, the forwarder link to `peer`): its crossing (T_COLL: envelope and `recvbuf`'s bytes, or
  *      none for a Barrier) to world rank `peer`, then the wait for the peer's, taken from the
- *      link (crossings of others are handed to `keep(bytearray)`, as _crossings.Crossings does),
- *      and for an Allreduce the peer's partial combined into `recvbuf` (predefined ops only);
+ *      link (crossings of others are handed to `keep(bytearray)`, as
+ *      _engine.crossings.Crossings does), and for an Allreduce the peer's partial combined into
+ *      `recvbuf` (predefined ops only);
  *   4. a native bcast from local rank 0 (Allreduce) or a native barrier.
  * A small Bcast or Reduce instead carries its data in the check (mmpi/_collectives/carried.py,
  * the reference): see bcast_carried and reduce_carried below.

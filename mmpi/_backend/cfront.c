@@ -215,7 +215,7 @@ static int set_long(PyObject *o, PyObject *name, long v) {
 }
 
 /* Run call `k` (its mode, buffers, check and sends filled in) with this rank's crossing from
- * rank `source` or to rank `dest` (-1: none), as compiled._run does; True, or NULL. */
+ * rank `source` or to rank `dest` (-1: none), as _collectives.compiled._run does; True, or NULL. */
 static PyObject *go(Front *f, Call *k, long source, long dest, Py_ssize_t nbytes) {
     int mode = k->mode;
     long pw = -1, route = 0;
@@ -243,7 +243,7 @@ static PyObject *go(Front *f, Call *k, long source, long dest, Py_ssize_t nbytes
     Py_XDECREF(key);
     if (!idle) return NULL;
     k->w.idle = idle;
-    /* core.start(name) and departures.enter(core), as _run.blocking does */
+    /* core.start(name) and departures.enter(core), as _collectives.run.blocking does */
     PyObject *name = PyTuple_GET_ITEM(f->o[O_NAMES], mode), *calls = NULL;
     if (PyObject_SetAttr(f->o[O_COLL], s_name, name) < 0 ||
         PyObject_SetAttr(f->o[O_CORE], s_call_name, name) < 0 ||

@@ -2,16 +2,16 @@
  * bridged object runs in while a progress thread is on. Part of the module `mmpi._backend._compiled`.
  *
  * Interpreted, the wrapper costs 220-310 ns per call; here 40-115 ns (docs/progress.md). These
- * are the same steps as _progress.PyGate's (the reference, and the fallback):
+ * are the same steps as python.Gate's (the reference, and the fallback):
  *
  *   Gate(lock, op_module): busy, passing, owner, thread (attributes); locked(fn) -> wrapper.
  *
  * A wrapper called by the thread that holds the pass (`owner`, while `passing`) calls fn as
  * it is. Otherwise it counts itself in `busy`, then waits for a pass under way (acquiring
  * and releasing `lock`, the GIL let go meanwhile), calls fn, and uncounts itself; the
- * outermost call then forgets the completed operations once _op.ACTIVE holds more than 256,
+ * outermost call then forgets the completed operations once _engine.op.ACTIVE holds more than 256,
  * and wakes the sleeping thread (`thread.idle`) if the call left work in flight: the
- * engine's background steps, the newest active operation not done, or _op.NEW_WORK a
+ * engine's background steps, the newest active operation not done, or _engine.op.NEW_WORK a
  * receive not yet matched (NEW_WORK is reset to False).
  */
 #define PY_SSIZE_T_CLEAN
@@ -215,7 +215,7 @@ static PyMemberDef gate_members[] = {
     {"owner", T_ULONGLONG, offsetof(Gate, owner), 0, "the thread's ident"},
     {"thread", T_OBJECT_EX, offsetof(Gate, thread), 0, "the progress thread, or None"},
     {"lock", T_OBJECT_EX, offsetof(Gate, lock), READONLY, "held by the thread for a pass"},
-    {"op", T_OBJECT_EX, offsetof(Gate, op), READONLY, "mmpi._op"},
+    {"op", T_OBJECT_EX, offsetof(Gate, op), READONLY, "mmpi._engine.op"},
     {NULL}};
 
 PyTypeObject GateType = {
@@ -223,7 +223,7 @@ PyTypeObject GateType = {
     .tp_name = "mmpi._backend._compiled.Gate",
     .tp_basicsize = sizeof(Gate),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Gate(lock, _op module): mmpi._progress's Rule 1, compiled",
+    .tp_doc = "Gate(lock, _engine.op module): mmpi._runtime.progress's Rule 1, compiled",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)gate_init,
     .tp_traverse = (traverseproc)gate_traverse,

@@ -4,16 +4,16 @@
  * arguments if something is.
  *
  * A buffer is a whole numpy array or bytearray, or [array, datatype] with a datatype laid out
- * by its own extent (as _buffers._array_and_type takes them, once it has seen the datatype).
+ * by its own extent (as _engine.buffers._array_and_type takes them, once it has seen the datatype).
  * Receiver.post: such a buffer, C-contiguous and writable; a source and a
  * tag that are plain ints in range (or ANY_SOURCE, ANY_TAG); no message waiting unmatched in
  * the context; the engine not finalized. It makes what mmpi/_engine/p2p.py's `irecv` and
  * `BridgedRequest.of` make: an `Op`, a `Posted` appended to the context's posted queue,
- * `_op.NEW_WORK` set, the request.
+ * `_engine.op.NEW_WORK` set, the request.
  * Sender.post: such a buffer, C-contiguous, of at most the eager size, to
  * a rank of the other cluster with a plain int tag, no traffic count and no send held for a
- * dynamic broadcast: `_p2p.send_now`'s case. The envelope and a copy go out as `send_eager`
- * sends them (the send is complete at once) and the request is the done `_op.SENT`'s.
+ * dynamic broadcast: `_engine.p2p.send_now`'s case. The envelope and a copy go out as `send_eager`
+ * sends them (the send is complete at once) and the request is the done `_engine.op.SENT`'s.
  *
  * The objects are the Python classes' own instances. They are made without their __init__:
  * an Op's fields are copied from a template made by Op(matched=False) (a list in it, the
@@ -31,8 +31,8 @@
 #define MAX_SLOTS 32
 
 static PyTypeObject *op_type, *posted_type, *req_type, *native_type;
-static PyObject *sent_op; /* _op.SENT: the operation of every send done at once */
-/* [array, datatype]: numpy's ndarray, MPI.Datatype, and _buffers.KNOWN (handle -> (extent,
+static PyObject *sent_op; /* _engine.op.SENT: the operation of every send done at once */
+/* [array, datatype]: numpy's ndarray, MPI.Datatype, and _engine.buffers.KNOWN (handle -> (extent,
  * base, plain)), where a datatype is once the Python path has parsed it */
 static PyObject *ndarray_type, *datatype_type, *known_types, *s_handle;
 static PyObject *op_module, *plain_types, *s_new_work, *s_irecv, *s_finalized, *s_monitor, *s_held, *s_cast, *s_B,
@@ -73,7 +73,7 @@ static int is_type(PyObject *o, const char *what) {
     return 0;
 }
 
-/* recv_setup(Op, template, Posted, BridgedRequest, native Request, _op module, plain types,
+/* recv_setup(Op, template, Posted, BridgedRequest, native Request, _engine.op module, plain types,
  * ANY_SOURCE, ANY_TAG, SENT, ndarray, Datatype, known datatypes): once per process, before
  * any Receiver or Sender posts. */
 PyObject *recv_setup(PyObject *self, PyObject *args) {
@@ -305,7 +305,7 @@ static long plain_int(PyObject *o, long hi, long any, int *none) {
 
 /* The object whose whole buffer `spec` stands for, borrowed, and the size its length must be
  * a multiple of: a plain buffer (1), or `[array, datatype]` with a datatype laid out by its
- * own extent that the Python path has met before (_buffers._array_and_type's case). NULL
+ * own extent that the Python path has met before (_engine.buffers._array_and_type's case). NULL
  * (no exception) for anything else. */
 static PyObject *whole(PyObject *spec, Py_ssize_t *extent) {
     *extent = 1;
@@ -330,7 +330,7 @@ static PyObject *whole(PyObject *spec, Py_ssize_t *extent) {
     return a;
 }
 
-/* The whole of `buf` as a writable, 1-D byte memoryview, as _buffers.as_view makes it; NULL
+/* The whole of `buf` as a writable, 1-D byte memoryview, as _engine.buffers.as_view makes it; NULL
  * (no exception) where that is not the common case. */
 static PyObject *byte_view(PyObject *buf) {
     PyObject *mv = PyMemoryView_FromObject(buf);
@@ -400,7 +400,7 @@ static PyObject *receiver_post(Receiver *self, PyObject *const *args, Py_ssize_t
     if (!(req = bare ? Py_NewRef(op) : request_of(op))) goto error;
     if (!(r = PyObject_CallOneArg(self->append, posted))) goto error;
     Py_DECREF(r);
-    /* a progress thread, if any, has a receive to look after (as _p2p.irecv says) */
+    /* a progress thread, if any, has a receive to look after (as _engine.p2p.irecv says) */
     if (PyObject_SetAttr(op_module, s_new_work, op) < 0) goto error;
     Py_DECREF(view);
     Py_DECREF(op);

@@ -451,7 +451,7 @@ static PyMethodDef methods[] = {
      "alltoall_blocks(...): a blocking Alltoall of large blocks, its steps in one call "
      "(cdirect.c)."},
     {"recv_setup", recv_setup, METH_VARARGS,
-     "recv_setup(Op, template, Posted, BridgedRequest, Request, _op module, plain types, "
+     "recv_setup(Op, template, Posted, BridgedRequest, Request, _engine.op module, plain types, "
      "ANY_SOURCE, ANY_TAG, SENT): what Receiver.post and Sender.post make, once per "
      "process (cpost.c)."},
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
@@ -498,8 +498,6 @@ PyMODINIT_FUNC PyInit__compiled(void) {
         return NULL;
     PyModule_AddIntConstant(m, "ENVELOPE_SIZE", WIRE_ENVELOPE_SIZE);
     PyModule_AddIntConstant(m, "VERSION", WIRE_VERSION);
-    PyModule_AddIntConstant(m, "DRAIN_FIELDS", 5); /* what drain's items hold (_fastpath) */
-    PyModule_AddIntConstant(m, "DRAIN_COMPLETES", 1); /* drain(comm, contexts) (_fastpath) */
     PyModule_AddStringConstant(m, "BUILT_FOR", MMPI_BUILT_FOR);
     return m;
 }

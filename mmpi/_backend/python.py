@@ -20,7 +20,7 @@ _ANY_TAG = MPI.ANY_TAG
 
 
 class Gate:
-    """The progress thread's flags, and the wrapper of a public call (progress Rule 1).
+    """The progress thread's flags, and the wrapper of a public call (_runtime.progress Rule 1).
 
     `_compiled.Gate` (cgate.c) is the same in C: 40-115 ns per call instead of this one's
     220-310.

@@ -76,7 +76,7 @@ def checked(c: Coll, steps, root: int = -1, nbytes: int = -1):
 _KINDS: dict[str, int] = {}
 
 # Each rank's part of the check's allgather: the 3 numbers, then up to CARRY bytes of a small
-# collective's data, which then needs no native step of its own (see small.py).
+# collective's data, which then needs no native step of its own (see carried.py).
 WORDS = 3 + 8
 CARRY = 8 * (WORDS - 3)
 

@@ -1,4 +1,4 @@
-"""Small blocking Barrier, Allreduce, Bcast, Reduce in one compiled call (`_ccoll.c`).
+"""Small blocking Barrier, Allreduce, Bcast, Reduce in one compiled call (`_backend/ccoll.c`).
 
 The same steps as `reductions.barrier`, `reductions._allreduce_plain`, `carried.bcast` and
 `carried.reduce` (the reference, and what runs wherever this does not, the compiled rank path
@@ -50,12 +50,12 @@ def built(c: Coll) -> bool:
     """Whether a call whose buffers were parsed just now may run compiled.
 
     This rank's backend has lanes (the compiled one), and parsing left no unpacks (a `Call`
-    is no generator that `coll_methods._unpacking` could follow with them).
+    is no generator that `_api.coll_methods._unpacking` could follow with them).
     """
     return c.engine.lanes is not None and not _buffers.unpacks
 
 
-BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _ccoll.c's modes
+BARRIER, ALLREDUCE, BCAST, REDUCE = 0, 1, 2, 3  # _backend/ccoll.c's modes
 _TAGS = (T_BARRIER, T_ALLREDUCE, T_BCAST, T_REDUCE)
 _NAMES = ("Barrier", "Allreduce", "Bcast", "Reduce")  # the front's, by mode
 
@@ -193,7 +193,7 @@ def _fail(c: Coll, words, mode: int, got: tuple, nbytes: int, source: int | None
 
 
 def front(c: Coll):
-    """The compiled front of c's small blocking collectives (_cfront.c), or False.
+    """The compiled front of c's small blocking collectives (_backend/cfront.c), or False.
 
     Made after this communicator's first compiled call, so that where its cluster checks its
     calls the check's persistent allgather is there already (made by every rank of the

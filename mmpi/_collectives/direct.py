@@ -143,7 +143,7 @@ def _exchange(c: Coll, sview, rview, blk: int, far: list[int], early: list[int])
 
 
 class _Wait:
-    """What the compiled rounds (_cdirect.c) ask of Python.
+    """What the compiled rounds (_backend/cdirect.c) ask of Python.
 
     The engine's say now and then, and the messages their drains found for others handed on.
     """

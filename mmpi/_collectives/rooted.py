@@ -3,7 +3,7 @@
 Each runs the native collective inside each cluster; what must cross goes between the root and
 the other cluster's leader, once. A large Bcast crosses in shares (see `shares`). Each public
 function checks its arguments at once and returns the call's steps (a generator, see
-`_crossing` Rule 3).
+`transport` Rule 3).
 """
 
 from __future__ import annotations

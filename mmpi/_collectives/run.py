@@ -4,7 +4,7 @@ Rule: on one communicator, collective calls run one after the other, in call ord
 rank: a non-blocking call starts its steps only once the calls before it have completed, and
 a blocking call first completes those. Every rank then issues the same native collectives in
 the same order on the cluster's native communicator (MPI requires it), and crossings come in
-call order (`_crossing` Rule 1). Calls on different communicators overlap freely.
+call order (`transport` Rule 1). Calls on different communicators overlap freely.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ or the cluster's first rank in the communicator: its "leader"). This module is h
 Rule 1: a crossing of at most the eager size (protocol T_COLL) bypasses the point-to-point
         matcher: the rank that needs one polls its forwarder link for that tag alone and
         takes it as it comes, in order per (context, sender); other waits that meet one keep
-        it for later (`_crossings.Crossings`, one per rank). Every rank makes the same
+        it for later (`_engine.crossings.Crossings`, one per rank). Every rank makes the same
         collective calls in the same order on a communicator, so nothing needs matching;
         each crossing carries its sender's call number, which is checked.
 Rule 2: a part whose size only its sender knows is a crossing when small, else a message

@@ -1,11 +1,12 @@
 """The crossings of one rank: small collective parts (protocol T_COLL) outside MPI matching.
 
-A crossing of at most the eager size bypasses the point-to-point matcher (`_crossing` Rule 1):
-the rank that needs one polls its forwarder link for that tag alone and takes it as it comes,
-in order per (context, sender); other waits that meet one keep it for later (`keep`). Every
-rank makes the same collective calls in the same order on a communicator, so nothing needs
-matching; each crossing carries its sender's call number, which is checked. A part whose size
-only its sender knows may come through the matcher instead (`_crossing` Rule 2).
+A crossing of at most the eager size bypasses the point-to-point matcher
+(`_collectives.transport` Rule 1): the rank that needs one polls its forwarder link for that tag
+alone and takes it as it comes, in order per (context, sender); other waits that meet one keep
+it for later (`keep`). Every rank makes the same collective calls in the same order on a
+communicator, so nothing needs matching; each crossing carries its sender's call number, which
+is checked. A part whose size only its sender knows may come through the matcher instead
+(`_collectives.transport` Rule 2).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Crossings:
         # rank) -> deque of (tag, its collective call number, payload), in arrival order.
         self.kept: dict[tuple[int, int], deque] = {}
         self._status = MPI.Status()
-        self.monitor = None  # a _monitor.Monitor while monitoring is on
+        self.monitor = None  # a monitor.Monitor while monitoring is on
 
     def send(self, ctx: Context, view, dest: int, tag: int, call: int) -> Op:
         """Send a crossing of at most `eager_max` bytes to world rank `dest` (other cluster).

@@ -1,12 +1,12 @@
 """The progress engine of one rank: drains both transports, waits politely, notices loss.
 
 The engine owns what every communicator shares: the cluster's native world, the links to the
-forwarders, the registry of contexts, and the two transports that use them (`_p2p` for
-point-to-point messages, `_crossing` for collectives' small crossings). Communicators talk to
-it through `register`/`unregister` (their contexts), the transports, the waits
-(`wait_for`, `wait_one`, `wait_all`, `test`) and `departures` (`_departures`: `enter` and
-`leave` around a collective). `backend` runs the hot loops (the links' drain, the first
-rounds of a wait, small sends: `mmpi._backend`), `lanes` its whole calls in C or None.
+forwarders, the registry of contexts, and the two transports that use them (`p2p` for
+point-to-point messages, `_collectives.transport` for collectives' small crossings).
+Communicators talk to it through `register`/`unregister` (their contexts), the transports, the
+waits (`wait_for`, `wait_one`, `wait_all`, `test`) and `departures` (`departures.Departures`:
+`enter` and `leave` around a collective). `backend` runs the hot loops (the links' drain, the
+first rounds of a wait, small sends: `mmpi._backend`), `lanes` its whole calls in C or None.
 
 Rule 1: nothing here blocks inside MPI. Waits poll `progress()` with back-off, so a rank that
         waits for one thing keeps draining the forwarder link; the forwarder can then never
@@ -19,7 +19,7 @@ Rule 2: a test (Test, Iprobe, ...) that finds nothing progresses once and return
 Rule 3: a rank that has left (the forwarder's T_LEFT notice) fails what can only wait for it
         for ever: a collective it never completed, a receive from it that nothing has matched
         a grace period later (from any source, once every other rank has left), a Probe
-        likewise. MPI itself would hang there (see `_departures`).
+        likewise. MPI itself would hang there (see `departures`).
 """
 
 from __future__ import annotations
@@ -86,12 +86,12 @@ class Engine:
         self.chunk = chunk
         self.stripe_min = stripe_min
         # Native tags: the top bit of the range marks a synchronous send, the largest tag is
-        # its acknowledgement (see _p2p Rule 4); users get the tags below the bit.
+        # its acknowledgement (see p2p Rule 4); users get the tags below the bit.
         native_ub = local.Get_attr(MPI.TAG_UB)
         self.sync_bit = 1 << (native_ub.bit_length() - 1)
         self.ack_tag = native_ub
         self.tag_ub = self.sync_bit - 2
-        self.communicators: list = []  # the live communicator cores (see _communicator)
+        self.communicators: list = []  # the live communicator cores (see _api.core)
         self.contexts: dict[int, Context] = {}
         self.context_list: list[Context] = []  # the same, in registration order, for polling
         self._bye_acks = 0
@@ -112,13 +112,13 @@ class Engine:
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
         self.heard = [time.monotonic()] * self.nfwd
         self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER, above=True)
-        self.monitor = None  # a _monitor.Monitor while monitoring is on (see set_monitor)
+        self.monitor = None  # a monitor.Monitor while monitoring is on (see set_monitor)
         self.backend = backend = _backend.get()
         self.lanes = backend.lanes  # whole calls in C (mmpi._backend.interface), or None
         self.handles = tuple([backend.link(ctrl) for ctrl, _ in links])  # as the backend takes them
         self.data_handles = tuple([data.handle for _, data in links])
         self.p2p = PointToPoint(self)
-        self._fan = self.p2p.fanout  # held sends, flushed before any wait (_fanout Rule 1)
+        self._fan = self.p2p.fanout  # held sends, flushed before any wait (fanout Rule 1)
         self.crossings = Crossings(self)
         self.tests, self.first = _TESTS, _FIRST  # for the transports' own first rounds
         self.drain_every = _NATIVE_DRAIN  # and their waits' drains (_collectives/compiled)
@@ -491,7 +491,7 @@ class Engine:
         self.wait_all([ctrl.Isend([bye, _BYTE], 0, P.T_BYE) for ctrl, _ in self.links])
         self.wait_for(lambda: self._bye_acks == self.nfwd)
         unreceived += self._discard_unexpected()  # and what came in while the others finished
-        self.wait_for(self._fan.idle)  # the fan-outs this rank passes on (_fanout Rule 5)
+        self.wait_for(self._fan.idle)  # the fan-outs this rank passes on (fanout Rule 5)
         self._fan.report()
         _report(self.vrank, "message(s) it never received", unreceived)
         _report(self.vrank, "send(s) that no rank received", abandoned)

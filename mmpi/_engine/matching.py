@@ -1,6 +1,6 @@
 """MPI message matching for one communicator context: posted and unexpected queues. No MPI.
 
-The transport (`_p2p`) queues its records here: `Posted` receives and `Arrived` messages.
+The transport (`p2p`) queues its records here: `Posted` receives and `Arrived` messages.
 
 Rule 1: a receive matches the earliest-arrived unexpected message it accepts; an arriving
         message matches the earliest-posted receive that accepts it. Together with arrival
@@ -65,7 +65,7 @@ class Arrived:
         self.ctx = ctx  # the context it came on (synchronous sends: where to acknowledge)
         self.pull = None  # a deferred large message: (sender, id) to pull its data with
         self.credit = None  # a large message under the sender's credit: (sender, bytes)
-        self.tree = None  # a fan-out's ticket: the bytes it stands for (see _fanout)
+        self.tree = None  # a fan-out's ticket: the bytes it stands for (see fanout)
         self.late = None  # a large message whose chunks wait: (link, xfer, chunk, deadline
         #                   among the late ones, or None if a receive took it on arrival)
 

@@ -52,7 +52,7 @@ class Monitor:
         self.phases: dict[str, Counters] = {"main": Counters(self.size)}
         self.current = self.phases["main"]
         self.current_name = "main"
-        # Sends combined into dynamic broadcasts (_fanout): counted above as the program sent
+        # Sends combined into dynamic broadcasts (fanout): counted above as the program sent
         # them; here, how many went as tickets, the crossings their bytes made instead, and
         # the bytes that therefore did not cross.
         self.combined = {"sends": 0, "crossings": 0, "bytes_not_crossed": 0}

@@ -1,6 +1,6 @@
 """The state of one operation in flight (a send, a receive): what the engine fills in.
 
-A user-visible Request (request.py) holds one Op and asks it `poll()`; the transports start,
+A user-visible Request (_api/request.py) holds one Op and asks it `poll()`; the transports start,
 fail and complete it through these methods, and nobody else writes its fields.
 """
 
@@ -15,7 +15,7 @@ ANY_SOURCE = MPI.ANY_SOURCE
 ANY_TAG = MPI.ANY_TAG
 PENDING = object()  # what a non-blocking look at a wait says while it is not over
 # Operations under way, for the progress thread to complete (a list while one runs, see
-# _progress; None otherwise, and nothing is recorded).
+# _runtime.progress; None otherwise, and nothing is recorded).
 ACTIVE: list | None = None
 # Set when something is left for the progress thread (it wakes on it): True, or the receive
 # last posted without a match (the thread is woken only if it is still unmatched).

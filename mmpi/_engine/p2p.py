@@ -2,7 +2,7 @@
 
 Same-cluster messages travel over native MPI on the context's native communicator;
 cross-cluster ones go to a forwarder on the control/data intercommunicators. Every receive goes
-through our own matcher (`_matching`), fed by matched probes on both transports, so ANY_SOURCE
+through our own matcher (`matching`), fed by matched probes on both transports, so ANY_SOURCE
 sees both clusters and MPI's ordering rules hold across them.
 
 Rule 1: a local message is left inside MPI (as an `MPI.Message` handle) until a receive
@@ -64,7 +64,7 @@ class PointToPoint:
         self.stripe_min = engine.stripe_min if self.nfwd > 1 else 1 << 62
         self.spares = Spares()
         self.late: list[Arrived] = []  # unexpected large messages whose chunks wait (LATE)
-        self.monitor = None  # a _monitor.Monitor while monitoring is on
+        self.monitor = None  # a monitor.Monitor while monitoring is on
         self.sends: list[Op] = []  # sends not known to be complete (finalize flushes them)
         self.outbox = Outbox()  # and the eager forwarded ones, complete for the program
         self.backend = engine.backend
@@ -110,7 +110,7 @@ class PointToPoint:
         if self.monitor is not None:
             self.monitor.count(ctx.kind, ctx.world_of[dest], n)
         if local < 0 and n >= self.hold_min and not sync:
-            self.fanout.hold(op, ctx, view, ctx.world_of[dest], tag)  # see _fanout
+            self.fanout.hold(op, ctx, view, ctx.world_of[dest], tag)  # see fanout
         elif sync:
             if local < 0 and self.fanout.held:
                 self.fanout.flush()
@@ -153,7 +153,7 @@ class PointToPoint:
                         view)
 
     def send_held(self, op: Op, ctx: Context, view: memoryview, dest: int, tag: int) -> None:
-        """Send a held send of `view` to world rank `dest` as it would have gone (_fanout)."""
+        """Send a held send of `view` to world rank `dest` as it would have gone (fanout)."""
         self._send_forwarded(op, ctx, view, dest, tag)
 
     def recv_now(self, ctx: Context, view: memoryview, source: int | None,
@@ -526,7 +526,7 @@ class PointToPoint:
         if source is None:
             raise ProtocolError(f"rank {self.vrank}: message on context {env.context} from "
                                 f"rank {env.src}, which is not in its communicator")
-        if env.flags & P.F_TREE:  # a fan-out's ticket (see _fanout)
+        if env.flags & P.F_TREE:  # a fan-out's ticket (see fanout)
             m = self.fanout.ticket(env, source, buf)
             recv = ctx.queues.arrive(m)
             if recv is not None:
@@ -555,7 +555,7 @@ class PointToPoint:
                 self._deliver_forwarded(recv, m)
             return
         m = Arrived(source, env.tag, env.nbytes, sync=sync, ctx=ctx)
-        m.credit = (env.src, env.nbytes)  # the sender spent credit on it (see _flow)
+        m.credit = (env.src, env.nbytes)  # the sender spent credit on it (see flow)
         recv = ctx.queues.arrive(m)
         if not env.flags & P.F_STRIPED:
             # its chunks wait at the forwarder until landed; if unexpected, a moment more: a

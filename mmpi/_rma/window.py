@@ -657,7 +657,7 @@ stub_the_rest(BridgedWin)
 def _one_each(call: str, rank: int, **bufs) -> list:
     """mpi4py's checks of the atomic calls: one element in each buffer, of one datatype.
 
-    Returns the buffers parsed (`_buffers.Typed`), in the order given; none for PROC_NULL.
+    Returns the buffers parsed (`_engine.buffers.Typed`), in the order given; none for PROC_NULL.
     """
     if rank == MPI.PROC_NULL:
         return []

@@ -1,6 +1,6 @@
 """The names the bridged `MPI` namespace puts in place of mpi4py's own (under mmpi-run only).
 
-Each is a stand-in (`_standin`): a subclass of mpi4py's class that also takes mpi4py's
+Each is a stand-in (`_api.standin`): a subclass of mpi4py's class that also takes mpi4py's
 objects, so code that never touches the bridge behaves as before. They differ where a bridged
 object is involved: `MPI.Intracomm(comm)` of a bridged communicator is a bridged communicator;
 windows and files on a communicator across the zipper say that they are not bridged, and on
@@ -93,7 +93,7 @@ class Intercomm(MPI.Intercomm, metaclass=StandIn):
 
     def __new__(cls, comm=None):
         if isinstance(comm, BridgedIntercomm):  # a copy: the object itself (it lives in the
-            return comm                         # bridge, see _standin.StandIn.__call__)
+            return comm                         # bridge, see _api.standin.StandIn.__call__)
         if isinstance(comm, _Bridged):  # as mpi4py's Intercomm(an intracommunicator)
             raise TypeError("expecting an intercommunicator")
         return MPI.Intercomm.__new__(cls if cls is not Intercomm else MPI.Intercomm, comm)
@@ -135,7 +135,7 @@ class _Self(Intracomm):
 
     A native Accept waits for ever for a Connect that a bridged communicator refuses. Spawn
     is mpi4py's: the children start in this rank's cluster, through its Hydra, and run
-    plain mpi4py there (they are no ranks of the bridged world; `_bootstrap.spawned`).
+    plain mpi4py there (they are no ranks of the bridged world; `bootstrap.spawned`).
     """
 
     Accept = _no_dynamic_processes("Accept")
@@ -275,7 +275,7 @@ class Win(MPI.Win, metaclass=StandIn):
 
     @classmethod
     def Create(cls, memory, disp_unit=1, info=MPI.INFO_NULL, comm=MPI.COMM_SELF):
-        """Create a window (see mpi4py); across the zipper, served by messages (_window)."""
+        """Create a window (see mpi4py); across the zipper, served by messages (_rma.window)."""
         if isinstance(comm, _Bridged) and comm._core.spans:
             mem = _EMPTY if memory is None or memory is MPI.BOTTOM else \
                 as_view(memory, writable=True, op="Win.Create")
@@ -284,7 +284,7 @@ class Win(MPI.Win, metaclass=StandIn):
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=MPI.INFO_NULL, comm=MPI.COMM_SELF):
-        """Allocate a window (see mpi4py); across the zipper, served by messages (_window)."""
+        """Allocate a window (see mpi4py); across the zipper, served by messages (_rma.window)."""
         if isinstance(comm, _Bridged) and comm._core.spans:
             mem = memoryview(bytearray(size)) if size else _EMPTY
             return create_across(comm, mem, disp_unit, MPI.WIN_FLAVOR_ALLOCATE)
@@ -311,7 +311,7 @@ class File(MPI.File, metaclass=StandIn):
 
     @classmethod
     def Open(cls, comm, filename, amode=MPI.MODE_RDONLY, info=MPI.INFO_NULL):
-        """Open a file (see mpi4py); across the zipper, one native file per cluster (_file)."""
+        """Open a file (see mpi4py); across the zipper, one native file per cluster (_io.file)."""
         if isinstance(comm, _Bridged) and comm._core.spans:
             return open_across(comm, comm._core, os.fspath(filename), amode, info,
                                lambda d, mem: create_across(d, mem, 8,

@@ -19,7 +19,7 @@ Rule 1: one thread at a time in the bridge. Every public call of a bridged objec
 Rule 2: polite. With nothing in flight the thread sleeps until a call leaves something in
         flight (a non-blocking collective, an operation not complete, a posted receive), but
         makes one pass every _IDLE_CHECK (what came unasked: a dynamic broadcast's bytes to
-        pass on, _fanout); while work is in flight its naps grow from MIN_NAP to MAX_NAP as
+        pass on, _engine.fanout); while work is in flight its naps grow from MIN_NAP to MAX_NAP as
         long as passes find nothing, and shrink back when one moves something.
 Rule 3: the thread needs MPI_THREAD_MULTIPLE (the program may call MPI on native objects
         while the thread is in the bridge); under a lower level progress stays off, said once.

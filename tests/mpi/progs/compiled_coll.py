@@ -7,7 +7,7 @@ and then a rank comes late (long enough for the waits' back-off to nap and the e
 links), and messages between the clusters are in flight across the calls.
 Each rank prints how many calls took the compiled path (`_collectives/compiled.py`), so that
 the test can tell it ran where built and did not under MMPI_RANK_PATH=python (the calls
-the compiled front of a communicator takes, `_cfront.c`, counted too).
+the compiled front of a communicator takes, `_backend/cfront.c`, counted too).
 """
 
 import sys
@@ -28,7 +28,7 @@ _run = compiled._run
 
 
 class Counted:
-    """A communicator's compiled front (_cfront.c), counting the calls it takes."""
+    """A communicator's compiled front (_backend/cfront.c), counting the calls it takes."""
 
     def __init__(self, front):
         self.front = front
