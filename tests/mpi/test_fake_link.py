@@ -8,13 +8,15 @@ import re
 import sys
 
 import pytest
-from conftest import MPIEXEC, PROGS, RELAYS, ROOT, _run
+from conftest import MPIEXEC, PROGS, RELAYS, _run
 
 pytestmark = pytest.mark.mpi
 
 
 def _fake(n: int, *args: str, timeout: float = 90, relay: str = "auto"):
-    env = {"PYTHONPATH": f"{PROGS}:{ROOT}", "MMPI_RELAY": relay}
+    # the installed packages, not the checkout's (whose compiled parts a plain install has not
+    # built in place): only the programs' own folder goes first
+    env = {"PYTHONPATH": str(PROGS), "MMPI_RELAY": relay}
     return _run([MPIEXEC, "-n", str(n), sys.executable, str(PROGS / "relay_rules.py"),
                  *args], timeout, env)
 
