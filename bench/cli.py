@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from launch import detect_mpi, hygiene, launcher, openmpi_env
 
-from . import loggp, report, targets
+from . import _busy, loggp, report, targets
 from ._catalog import BENCHES, MARKER
 from ._plan import DEFAULT_PAIRS, Run, describe_layouts, plan_runs, plan_specs
 
@@ -67,6 +67,7 @@ class Outcome:
     results: list[dict] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)
     load_before: tuple[float, float, float] | None = None
+    others_before: float | None = None  # runnable processes not ours as the job started
     load_after: tuple[float, float, float] | None = None
 
     def summary(self) -> dict:
@@ -76,6 +77,7 @@ class Outcome:
             "status": self.status, "returncode": self.returncode,
             "seconds": round(self.seconds, 2), "results": len(self.results),
             "loadavg_before": self.load_before, "loadavg_after": self.load_after,
+            "others_running_before": self.others_before,
             "worker": {k: v for k, v in (self.env or {}).items() if k != "type"},
         }
 
@@ -233,8 +235,12 @@ def _main(args: argparse.Namespace, names: list[str], argv: list[str]) -> int:
                   f"{' '.join([*(f'{k}={v}' for k, v in run.env), *run.argv])}")
         return 0
     load, started = _loadavg(), report.now()
+    others = _busy.others_running()
+    warn = _busy.warning(others, _busy.cpus())
+    if warn:
+        print(f"{PROG}: warning: {warn}", file=sys.stderr)
     outcomes = [_run_reporting_failure(run, args) for run in runs]
-    _report(args, argv, outcomes, load, layouts, started)
+    _report(args, argv, outcomes, load, layouts, started, others)
     return 0 if all(o.status == "ok" for o in outcomes) else 1
 
 
@@ -280,12 +286,17 @@ def _run_reporting_failure(run: Run, args: argparse.Namespace) -> Outcome:
 
 def _report(args: argparse.Namespace, argv: list[str], outcomes: list[Outcome],
             load: tuple[float, float, float] | None, layouts: dict[str, str],
-            started: str) -> None:
+            started: str, others_at_start: float | None = None) -> None:
     """Tables on stdout; JSON and plots when asked for. Partial results are reported too."""
     rows = report.merge({m: [r for o in outcomes if o.run.mode == m for r in o.results]
                          for m in report.MODES})
     env = report.environment(_first(outcomes, None), argv)
     env.update(loadavg_start=load, date=started, finished=report.now())
+    others = [n for n in (others_at_start, *(o.others_before for o in outcomes))
+              if n is not None]
+    ncpus = _busy.cpus()
+    env["busy"] = {"cpus": ncpus, "most_others_running": max(others) if others else None,
+                   "warning": _busy.warning(max(others) if others else None, ncpus)}
     sys.stdout.write(report.format_header(env, load) + report.format_tables(rows, layouts))
     found = loggp.fits(rows)
     if found:
@@ -367,7 +378,7 @@ def parse_line(line: str) -> dict | None:
 def run_job(run: Run, timeout: float, *, progress: Callable[[Run, dict], None] | None = None,
             echo: bool = False) -> Outcome:
     """Run one job to completion (or `timeout`), collecting its records."""
-    outcome = Outcome(run, load_before=_loadavg())
+    outcome = Outcome(run, load_before=_loadavg(), others_before=_busy.others_running())
     shm_before = hygiene.shm_files()
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     env.update(run.env)

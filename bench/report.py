@@ -85,6 +85,9 @@ def format_header(env: dict, load: Sequence[float] | None) -> str:
             f"{env.get('cpu_model')}), {' '.join(lib.split())}, mpi4py {env.get('mpi4py')}\n")
     if load:
         text += f"# load average before the first job: {' '.join(f'{x:.2f}' for x in load)}\n"
+    busy = (env.get("busy") or {}).get("warning")
+    if busy:
+        text += f"# WARNING: a busy machine: {busy}\n"
     return text + "\n"
 
 
