@@ -17,7 +17,9 @@ Four things an MPI job can leave behind, and how to avoid them:
   of its pipe closes without a word (we died), it kills what is left of the job, removes the
   directory and the shm files that appeared since we started. `claim` records the owner of a
   rendezvous directory; `sweep_stale` removes those of owners that are gone (should a
-  watchdog have died too).
+  watchdog have died too), with the shm and hwloc files their job left: the snapshot taken
+  before the job lies in the directory (`BEFORE_FILE`), so what appeared since, is ours and
+  nobody maps is what that job (or another of ours that died) left.
 
 Rule: only what we started, or what names our own rendezvous directory, is ever signalled or
 removed; nothing is matched by name or pattern across the machine.
@@ -50,6 +52,7 @@ ENV_RENDEZVOUS = "MMPI_RENDEZVOUS"  # set in every rank's and forwarder's enviro
 OWNER_FILE = "owner"  # mmpi.wire.rendezvous.OWNER_FILE: "<pid> <start time>" of the starter
 RENDEZVOUS_PREFIX = "mmpi-"  # mmpi.wire.rendezvous.make_dir's directories
 JOB_GONE_WAIT = 3.0  # seconds the watchdog waits for the job's killed processes to vanish
+BEFORE_FILE = "leftovers.before"  # in a rendezvous directory: shm and hwloc files before the job
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _RANK_FILE = re.compile(r"rank\.(\w+)\.(\d+)\.pid\Z")
@@ -284,6 +287,8 @@ def clean_up_job(rendezvous: str | os.PathLike[str], before: set[str] | None = N
     `before`: the shm and hwloc files present before the job started (None: leave them).
     """
     pids = job_processes(rendezvous)
+    if before is None:  # a stale directory: the snapshot its starter left there, if any
+        before = _read_before(rendezvous)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
@@ -294,6 +299,14 @@ def clean_up_job(rendezvous: str | os.PathLike[str], before: set[str] | None = N
     if before is not None:
         remove_new_shm(before)
         remove_new_hwloc(before)
+
+
+def _read_before(rendezvous: str | os.PathLike[str]) -> set[str] | None:
+    try:
+        text = (Path(rendezvous) / BEFORE_FILE).read_text()
+    except OSError:
+        return None
+    return {line for line in text.splitlines() if line}
 
 
 def sweep_stale(parent: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -336,8 +349,14 @@ def start_watchdog(rendezvous: str | os.PathLike[str], before: set[str]) -> Watc
     `before` are the shm and hwloc files present before the job (`shm_files() |
     hwloc_files()`). The watchdog waits on a pipe only we hold (no polling): end of file
     without "done" means we died, however. It runs in a session of its own, so a Ctrl-C in
-    the terminal does not reach it; None if it cannot be started.
+    the terminal does not reach it; None if it cannot be started. `before` is also left in
+    the directory (`BEFORE_FILE`), for a later `sweep_stale` should the watchdog die too.
     """
+    with contextlib.suppress(OSError):
+        fd = os.open(Path(rendezvous) / BEFORE_FILE,
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("".join(f"{p}\n" for p in sorted(before)))
     try:
         proc = subprocess.Popen(
             [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch",
@@ -376,6 +395,7 @@ def _watchdog_main(rendezvous: str) -> int:
 
 
 __all__ = [
+    "BEFORE_FILE",
     "ENV_RENDEZVOUS",
     "HWLOC_GLOB",
     "NO_PIDS",

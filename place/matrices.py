@@ -45,6 +45,7 @@ The merged file, ``matrix.npz`` (`save_matrices`; read it with ``numpy.load`` or
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -198,8 +199,17 @@ def save_matrices(job: JobMatrices, path: str | os.PathLike) -> None:
         arrays[a] = job.matrix(a)
         arrays[f"phase_{a}"] = job.per_phase[a]
     # np.savez adds ".npz" to a name without it; write through a file object to keep the name.
-    with open(path, "wb") as f:
-        np.savez_compressed(f, **arrays)
+    # A fresh file renamed into place: nothing is written through a link planted at `path`.
+    tmp = f"{os.fspath(path)}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def load_matrices(path: str | os.PathLike) -> JobMatrices:

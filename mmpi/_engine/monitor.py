@@ -95,7 +95,10 @@ class Monitor:
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, f"rank-{self.rank}.json")
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
+        # a fresh file, never one planted under that name nor through a link (mmpi-run's
+        # launch/_monitoring.py Rule); the rename replaces a link, it does not follow it
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
             json.dump(self.to_json(cluster), f)
         os.replace(tmp, path)
         return path

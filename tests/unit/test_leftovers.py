@@ -67,3 +67,34 @@ def test_owner_alive_and_process_state(tmp_path):
     assert hygiene.owner_alive(path) is False
     assert hygiene.process_state(os.getpid()) in ("R", "S")
     assert hygiene.process_state(2**22 + 12345) is None
+
+
+@pytest.mark.timeout(20)
+def test_the_sweep_removes_the_shm_segments_a_dead_owners_job_left(tmp_path):
+    # mmpi-run and its watchdog both SIGKILLed: the next run's sweep removes the job's MPICH
+    # segments too, by the snapshot the dead run left in its directory; older ones stay.
+    gone = subprocess.Popen([sys.executable, "-S", "-c", "pass"])
+    gone.wait()
+    dead = stale_dir(tmp_path, "dead", f"{gone.pid} 12345")
+    older = f"/dev/shm/mpich_shm_mmpitest_old_{os.getpid()}"
+    left = f"/dev/shm/mpich_shm_mmpitest_left_{os.getpid()}"
+    try:
+        open(older, "w").close()
+        (dead / hygiene.BEFORE_FILE).write_text(f"{older}\n")
+        open(left, "w").close()  # appeared after the snapshot: the dead job's
+        assert hygiene.sweep_stale(tmp_path) == [dead]
+        assert not os.path.exists(left) and os.path.exists(older)
+    finally:
+        for path in (older, left):
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+def test_the_watchdog_leaves_its_snapshot_in_the_directory(tmp_path):
+    path = stale_dir(tmp_path, "w", None)
+    dog = hygiene.start_watchdog(path, {"/dev/shm/mpich_shm_a", "/tmp/hydra_hwloc_xmlfile_b"})
+    try:
+        assert (path / hygiene.BEFORE_FILE).read_text().split() == [
+            "/dev/shm/mpich_shm_a", "/tmp/hydra_hwloc_xmlfile_b"]
+    finally:
+        dog.release()
