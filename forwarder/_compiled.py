@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
-from mmpi.wire import ProtocolError, compiled
+from mmpi.wire import ProtocolError, backoff, compiled
 from mmpi.wire import protocol as P
-from mmpi.wire.backoff import MAX_SLEEP, YIELD
 
 from ._relay import Link
 
@@ -41,7 +40,7 @@ class CompiledRelay:
         self.core = _crelay.Relay(
             src.ctrl.handle, src.data.handle, dst.ctrl.handle, dst.data.handle, local_of,
             list(src.vranks), dst.size, chunk, pool, max(pool, pool_many or pool), depth,
-            eager_budget, YIELD * 1e6, MAX_SLEEP * 1e6)
+            eager_budget, backoff.policy()["YIELD"] * 1e6, backoff.policy()["MAX_SLEEP"] * 1e6)
         self._left: list[MPI.Request] = []  # T_LEFT notices sent from here
 
     @property

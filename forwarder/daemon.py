@@ -23,14 +23,14 @@ from mmpi.wire import BridgeError, watch
 from mmpi.wire import protocol as P
 from mmpi.wire import rendezvous as R
 from mmpi.wire.backoff import Backoff
-from mmpi.wire.knobs import env_float, env_int
+from mmpi.wire.knobs import KNOBS, env_choice, env_float, env_int
 from mmpi.wire.layout import Layout
 
 from . import _compiled
 from ._admission import Gate
 from ._relay import Link, Relay
 
-DEFAULT_CHUNK = 1 << 20
+DEFAULT_CHUNK = KNOBS["MMPI_CHUNK"].default  # 1 MiB
 DEFAULT_EAGER_MAX = 32 << 10
 # Chunk buffers per direction, and at most this many per transfer: a small pool stays in
 # cache (docs/performance.md, "Forwarder chunk pool"). A receiver that does not drain holds at
@@ -39,14 +39,14 @@ DEFAULT_POOL = 4
 DEFAULT_DEPTH = 2
 # The pool while several pairs of ranks stream through one direction at once: they need more
 # buffers in flight, one stream alone runs best with few.
-DEFAULT_POOL_MANY = 8  # MMPI_FWD_POOL_MANY
+DEFAULT_POOL_MANY = KNOBS["MMPI_FWD_POOL_MANY"].default  # 8
 # How the relay work is spread over threads (see Forwarder._serve).
 MODES = ("direction", "split", "single")
 # Which relay moves the messages: the compiled loop where it was built, else the Python one
 # (the reference and the fallback); MMPI_RELAY or --relay choose.
 RELAYS = ("auto", "compiled", "python")
 # Seconds a connected process has to answer the challenge (MMPI_HELLO_TIMEOUT).
-HELLO_TIMEOUT = 10.0
+HELLO_TIMEOUT = KNOBS["MMPI_HELLO_TIMEOUT"].default  # 10 s
 
 
 def rss_mib() -> float:
@@ -75,12 +75,12 @@ class Forwarder:
         self.eager_max = eager_max
         self.eager_budget = eager_budget
         # Knobs are read here, not at import, so that a bad one is reported like any error.
-        self.pool_many = env_int("MMPI_FWD_POOL_MANY", DEFAULT_POOL_MANY, minimum=1)
-        self.hello_timeout = env_float("MMPI_HELLO_TIMEOUT", HELLO_TIMEOUT, above=True)
+        self.pool_many = env_int("MMPI_FWD_POOL_MANY")
+        self.hello_timeout = env_float("MMPI_HELLO_TIMEOUT")
         if mode not in MODES:
             raise BridgeError(f"unknown relay mode {mode!r}; one of {', '.join(MODES)}")
         self.mode = mode
-        relay = relay or os.environ.get("MMPI_RELAY") or "auto"
+        relay = relay or env_choice("MMPI_RELAY")
         if relay not in RELAYS:
             raise BridgeError(f"unknown relay {relay!r}; one of {', '.join(RELAYS)}")
         if relay == "compiled" and not _compiled.AVAILABLE:

@@ -6,13 +6,21 @@ returns it typed or raises ConfigError saying what was expected and what was fou
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from mmpi.errors import MMPIError
+from mmpi.wire.knobs import MAX_RANKS
 
 RESERVED_ENV_PREFIX = "MMPI_"
+# Counts are bounded by what can run, so that a typo (an extra digit, a pasted number) is an
+# error here, not a plan of a million processes. Every rank is a process that mmpi-run places
+# and watches and that every forwarder serves (mmpi/wire/knobs.py holds the number, shared
+# with the ranks' own knobs). A forwarder is a process and an mpiexec job of its own relaying
+# both ways: more than MAX_FORWARDERS on one node only take each other's cores.
+MAX_FORWARDERS = 16
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -49,7 +57,9 @@ def mapping(
         raise ConfigError(path, f"expected a mapping, got {show(value)}")
     for key in value:
         if key not in allowed:
-            raise ConfigError(path, f"unknown key {key!r} (expected one of {sorted(allowed)})")
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"expected one of {sorted(allowed)}"
+            raise ConfigError(path, f"unknown key {key!r} ({hint})")
     for key in sorted(required):
         if key not in value:
             raise ConfigError(path, f"missing required key {key!r}")
@@ -71,10 +81,35 @@ def positive_int(value: object, path: str) -> int:
     return value
 
 
+def ranks(value: object, path: str) -> int:
+    """The ranks of one cluster: 1 to MAX_RANKS."""
+    return _count(value, path, MAX_RANKS, "ranks in one cluster (each is a process that every "
+                  "forwarder serves)")
+
+
+def forwarders(value: object, path: str) -> int:
+    """The forwarders of one zipper node: 1 to MAX_FORWARDERS."""
+    return _count(value, path, MAX_FORWARDERS, "forwarders on one zipper node (each relays both "
+                  "ways in a process of its own: more only take each other's cores)")
+
+
+def _count(value: object, path: str, maximum: int, what: str) -> int:
+    number = positive_int(value, path)
+    if number > maximum:
+        raise ConfigError(path, f"expected at most {maximum} {what}, got {show(number)}")
+    return number
+
+
+MAX_SECONDS = 86400  # a start-up that waits longer than a day is stuck, not slow
+
+
 def positive_number(value: object, path: str) -> float:
-    """A number of seconds > 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(path, f"expected a positive number of seconds, got {show(value)}")
+    """A number of seconds > 0, at most MAX_SECONDS."""
+    # `not 0 < value <= MAX` also refuses NaN and .inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 < value <= MAX_SECONDS):
+        raise ConfigError(path, f"expected a positive number of seconds up to "
+                                f"{MAX_SECONDS} (a day), got {show(value)}")
     return value
 
 
@@ -124,5 +159,6 @@ def env_mapping(value: object, path: str) -> Mapping[str, str]:
     return MappingProxyType(env)
 
 
-__all__ = ["RESERVED_ENV_PREFIX", "ConfigError", "a_list", "boolean", "env_mapping", "mapping",
-           "optional_str", "positive_int", "positive_number", "show", "wrapper"]
+__all__ = ["MAX_FORWARDERS", "MAX_RANKS", "RESERVED_ENV_PREFIX", "ConfigError", "a_list",
+           "boolean", "env_mapping", "forwarders", "mapping", "optional_str", "positive_int",
+           "positive_number", "ranks", "show", "wrapper"]

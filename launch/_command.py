@@ -7,6 +7,12 @@ the shell's statuses: 127 for a command not found, 126 for one that is not execu
 Python file named as the command gets the fix: run it with `python`. Pure but for the file
 system lookups; nothing is started.
 
+A Python interpreter is looked into too (`python_program`): one given no program would read
+it from standard input, which only rank 0 has (the others would run nothing, as separate
+worlds), so that is refused wherever the ranks run; a script that is not there is refused
+when every rank runs here, instead of every rank's "can't open file" after a whole start-up.
+Both are mistakes on the command line: status 2, as Python's own for a missing script.
+
 The launcher itself: a bare `mpiexec` (the default) is the one installed with this Python (the
 `mpich` wheel's, beside mmpi-run) where there is one, before whatever `mpiexec` comes first on
 PATH: another MPI's would not match the library mpi4py loads, and a wrapper such as pyenv's
@@ -16,13 +22,18 @@ shim costs a shell script per job.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._status import NOT_EXECUTABLE, NOT_FOUND
+from ._status import NOT_EXECUTABLE, NOT_FOUND, USAGE
+
+_PYTHON = re.compile(r"python[0-9.]*[dmt]?\Z")  # python, python3, python3.11, python3.13t
+_INFO = {"-h", "-?", "--help", "--help-env", "--help-xoptions", "--help-all", "-V",
+         "--version"}
 
 
 def check(command: Sequence[str], cwd: str | None = None) -> tuple[int, str] | None:
@@ -48,6 +59,77 @@ def check(command: Sequence[str], cwd: str | None = None) -> tuple[int, str] | N
     return NOT_FOUND, f"cannot run {name!r}: command not found on PATH{hint}"
 
 
+def python_program(args: Sequence[str]) -> tuple[str, str] | None:
+    """What a Python command line (`args`, after the interpreter) runs, as Python reads it.
+
+    ("script", path), ("-c", code), ("-m", module), ("-", "-") for standard input, ("info",
+    option) for --help or --version; None when it names no program at all.
+    """
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return ("script", args[i + 1]) if i + 1 < len(args) else None
+        if arg == "-":
+            return ("-", "-")
+        if arg in _INFO:
+            return ("info", arg)
+        if arg.startswith("--"):
+            i += 2 if arg == "--check-hash-based-pycs" else 1
+            continue
+        if arg.startswith("-"):
+            for k, flag in enumerate(arg[1:], 2):
+                if flag in "cm":  # the rest of the word, else the next one, is the program
+                    if not arg[k:] and i + 1 == len(args):
+                        return None
+                    return (f"-{flag}", arg[k:] or args[i + 1])
+                if flag in "hV?":
+                    return ("info", arg)
+                if flag in "WX":  # its value: the rest of the word, else the next one
+                    i += 1 if arg[k:] else 2
+                    break
+            else:
+                i += 1
+            continue
+        return ("script", arg)
+    return None
+
+
+def check_interpreter(command: Sequence[str]) -> tuple[int, str] | None:
+    """(USAGE, message) if `command` is a Python interpreter with no program to run."""
+    if not _PYTHON.match(os.path.basename(command[0])):
+        return None
+    program = python_program(command[1:])
+    shown = " ".join(command)
+    if program is None:
+        return USAGE, (f"{shown!r} names no program to run: give a script, -m module or -c "
+                       f"code (mmpi-run ... {command[0]} prog.py)")
+    if program[0] == "-":
+        return USAGE, (f"{shown!r} would read the program from standard input, which only rank "
+                       f"0 reads: give a script (mmpi-run ... {command[0]} prog.py)")
+    return None
+
+
+def check_script(command: Sequence[str], cwd: str | None = None) -> tuple[int, str] | None:
+    """(USAGE, message) if `command` is Python with a script this host does not have."""
+    if not _PYTHON.match(os.path.basename(command[0])):
+        return None
+    program = python_program(command[1:])
+    if program is None or program[0] != "script":
+        return None
+    script = program[1]
+    path = os.path.join(cwd or os.getcwd(), script)
+    if not os.path.exists(path):
+        return USAGE, f"cannot run {command[0]} {script}: no such file {path!r}"
+    if os.path.isdir(path) and not any(
+            os.path.isfile(os.path.join(path, f"__main__{ext}")) for ext in (".py", ".pyc")):
+        return USAGE, (f"cannot run {command[0]} {script}: {path!r} is a directory without "
+                       "__main__.py")
+    if not os.access(path, os.R_OK):
+        return USAGE, f"cannot run {command[0]} {script}: {path!r} cannot be read"
+    return None
+
+
 def launcher(command: str) -> str:
     """`command`, or for a bare `mpiexec` the one installed beside this Python if any."""
     if command != "mpiexec":
@@ -69,4 +151,5 @@ def module_argv(python: str, module: str) -> tuple[str, ...]:
             f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
-__all__ = ["check", "launcher", "module_argv"]
+__all__ = ["check", "check_interpreter", "check_script", "launcher", "module_argv",
+           "python_program"]

@@ -11,7 +11,9 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._checks import ConfigError, boolean, positive_int
+from ._checks import ConfigError, boolean
+from ._checks import forwarders as forwarder_count
+from ._checks import ranks as rank_count
 from .config import Config, cpu_list, directory_of, placement_of, progress_mode, rank_map_file
 
 
@@ -39,14 +41,14 @@ def with_overrides(
         hook = boolean(mpi4py_hook, "mpi4py_hook (from --no-mpi4py-hook)")
         config = dataclasses.replace(config, mpi4py_hook=hook)
     if low is not None:
-        ranks = positive_int(low, "clusters.low.ranks (from --low)")
-        config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=ranks))
+        n = rank_count(low, "clusters.low.ranks (from --low)")
+        config = dataclasses.replace(config, low=dataclasses.replace(config.low, ranks=n))
     if high is not None:
-        ranks = positive_int(high, "clusters.high.ranks (from --high)")
-        config = dataclasses.replace(config, high=dataclasses.replace(config.high, ranks=ranks))
+        n = rank_count(high, "clusters.high.ranks (from --high)")
+        config = dataclasses.replace(config, high=dataclasses.replace(config.high, ranks=n))
     if forwarders is not None:
         path = "zipper[0].forwarders (from --forwarders)"
-        config = _single_zipper(config, path, "forwarders", positive_int(forwarders, path))
+        config = _single_zipper(config, path, "forwarders", forwarder_count(forwarders, path))
     if placement is not None:
         placement_of(placement, "clusters.low.placement (from --placement)")  # both alike
         config = dataclasses.replace(

@@ -17,7 +17,9 @@ room is its physical cores (sockets x cores_per_socket) for ``paired``, capped b
 those were given; its slots for ``block``.
 
 More ranks than room is an error naming the cluster's key path, unless ``oversubscribe: true``:
-then the same order starts over (Hydra's binding also wraps, modulo the node's cores).
+then the same order starts over (Hydra's binding also wraps, modulo the node's cores), up to
+OVERSUBSCRIBE ranks per slot (or core): beyond that a rank waits for its core far longer than
+it runs, and the job's start-up alone outlasts its connect timeout.
 
 Rules: pure (this machine's shape comes in as a `Machine`); the map shown is computed the way
 Hydra places and binds, and the flags make Hydra do exactly that: ``-hosts h:n,...`` in host
@@ -33,6 +35,7 @@ from ._hosts import Machine
 from .config import Cluster, ConfigError, Host
 
 LOCALHOST = "localhost"
+OVERSUBSCRIBE = 32  # ranks per slot at most, even with oversubscribe: true
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,7 @@ def place(
             paired = [min(r, theirs[j] if j < len(theirs) else 0) for j, r in enumerate(mine)]
         else:
             paired = list(mine)
-        order = [j for j, n in enumerate(paired) for _ in range(n)]
-        order += [
-            j for j, (r, n) in enumerate(zip(mine, paired, strict=True)) for _ in range(r - n)
-        ]
-        hosts = [order[i % len(order)] for i in range(cluster.ranks)]
+        hosts = _fill(paired, [r - n for r, n in zip(mine, paired, strict=True)], cluster.ranks)
         layouts.append(_layout(cluster, nodes[cluster.name], hosts, vranks[cluster.name]))
     return layouts[0], layouts[1]
 
@@ -154,12 +153,36 @@ def _room(cluster: Cluster, nodes: list[_Node]) -> list[int]:
     return room
 
 
+def _fill(paired: list[int], rest: list[int], ranks: int) -> list[int]:
+    """The node index of each of `ranks` ranks: the paired room first, then the rest, wrapped.
+
+    Only as long as the ranks: a node's room may be a huge slot count.
+    """
+    order: list[int] = []
+    for counts in (paired, rest):
+        for j, n in enumerate(counts):
+            order += [j] * min(n, ranks - len(order))
+            if len(order) == ranks:
+                return order
+    return [order[i % len(order)] for i in range(ranks)]  # oversubscribed: fewer than ranks
+
+
 def _check_fit(cluster: Cluster, nodes: list[_Node], room: list[int]) -> None:
     total = sum(room)
-    if cluster.ranks <= total or cluster.oversubscribe:
+    if cluster.ranks <= total or (cluster.oversubscribe
+                                  and cluster.ranks <= OVERSUBSCRIBE * total):
         return
     what = "slots" if cluster.placement == "block" else "physical cores"
     listing = ", ".join(f"{n.name}:{r}" for n, r in zip(nodes, room, strict=True))
+    if cluster.oversubscribe:
+        unsized = [n.name for n in nodes if not n.slots_given and n.name != LOCALHOST]
+        hint = f"; give the hosts' slots, as {unsized[0]}:8" if unsized else ""
+        raise ConfigError(
+            f"clusters.{cluster.name}",
+            f"{cluster.ranks} ranks do not fit in {total} {what} on [{listing}], even "
+            f"oversubscribed: at most {OVERSUBSCRIBE} ranks per {what[:-1]} (more wait for a "
+            f"core far longer than they run){hint}",
+        )
     why = "" if cluster.placement == "block" else "placement 'paired' puts one rank per core; "
     raise ConfigError(
         f"clusters.{cluster.name}",

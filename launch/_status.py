@@ -8,8 +8,9 @@ sysexits numbers, which programs rarely return.
 from __future__ import annotations
 
 OK = 0
-ERROR = 1  # the job description is invalid, or a job could not be started
-USAGE = 2  # bad command line
+ERROR = 1  # the job description (file, option values, MMPI_* knobs) is invalid, or a job
+#            could not be started
+USAGE = 2  # bad command line: options, no command, a Python without a program or its script
 NOT_BRIDGED = 69  # EX_UNAVAILABLE: the bridge failed, or the ranks never joined it
 INTERNAL = 70  # EX_SOFTWARE: a bug in mmpi-run
 NOT_EXECUTABLE = 126  # the shell's: the command is there but cannot be run
@@ -29,8 +30,10 @@ exit status:
   128+N    the process that failed first (a rank or a forwarder) was killed by signal N
            (137 SIGKILL, 134 SIGABRT, 139 SIGSEGV), or mmpi-run itself was (130 Ctrl-C,
            143 SIGTERM)
-  {ERROR}        the job description is invalid, or a job could not be started
-  {USAGE}        bad command line
+  {ERROR}        the job description is invalid (the job file, an option's value, an MMPI_*
+           knob in the environment), or a job could not be started
+  {USAGE}        bad command line: an option, no command, a Python given no program, or a
+           script that is not there (mmpi-run python nope.py)
   {NOT_BRIDGED}       the job did not run bridged: a forwarder failed, hung, was stopped or did
            not exit, or no rank ever joined the bridge (the clusters ran as separate worlds)
   {INTERNAL}       internal error (a bug in mmpi-run)

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import os
 import shutil
 import socket
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from mmpi.errors import MMPIError
+from mmpi.wire import knobs as _knobs
 from mmpi.wire import rendezvous as _rendezvous
 
-from . import _command, _monitoring, _openmpi, _status, hygiene
+from . import _command, _doctor, _monitoring, _openmpi, _status, hygiene
 from . import config as _config
 from ._overrides import with_overrides
 from ._placement import LOCALHOST
@@ -26,10 +29,22 @@ from .plan import RENDEZVOUS_PLACEHOLDER, make_plan
 from .runner import run
 
 PROG = "mmpi-run"
+# MMPI_* names that are not knobs but may well be in the environment (what mmpi-run sets in
+# the jobs, the install's): never taken for a misspelt knob.
+_NOT_KNOBS = {value for name, value in vars(_rendezvous).items() if name.startswith("ENV_")} | {
+    "MMPI_SKIP_MPI_FINALIZE", "MMPI_VERBOSE", "MMPI_OUTPUT_MARK", "MMPI_NO_COMPILE"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the mistake on the first line and the usage after it."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print what was wrong, then the usage, and exit with the usage status."""
+        self.exit(_status.USAGE, f"{self.prog}: error: {message}\n{self.format_usage()}")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         usage=f"{PROG} [-c job.yaml] [--low N] [--high N] [--forwarders N] "
         "[--placement block|paired] [--forwarder-cpus LIST] [--no-mpi4py-hook] "
@@ -39,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
         "forwarder daemons on zipper nodes: starts the forwarder job(s), then one mpiexec job\n"
         "per cluster, and stops them all when one fails.",
         epilog="Without -c, everything runs on this machine: 2 low ranks, 2 high ranks and 1\n"
-        "forwarder. The YAML schema is described in launch/config.py.\n\n" + _status.HELP,
+        "forwarder. The YAML schema is described in launch/config.py; a job file for this\n"
+        "machine to start from: examples/two-clusters.yaml.\n\n" + _status.HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-c", "--config", metavar="job.yaml", help="job description (YAML)")
@@ -92,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
         "when the job fails, as mmpi-run.<time>.log in the current directory)",
     )
     parser.add_argument(
+        "--doctor", action="store_true",
+        help="check what can be checked of the job described (-c, else this machine) before "
+        "running it: the MPI, the hosts (resolving, ssh, the same install), the rendezvous "
+        "directory, interfaces, ports, /dev/shm, and a tiny test job; a line per check, what "
+        "is fine and what to do; exit status 0 only when every check passed",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print the mpiexec command lines and the rank -> host/core map, and exit",
@@ -120,15 +143,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = list(args.command)
     if command[:1] == ["--"]:  # REMAINDER keeps the separator
         command = command[1:]
+    if args.doctor:
+        return _doctor_main(args, command)
     if not command:
-        parser.print_usage(sys.stderr)
         print(f"{PROG}: error: no command given: what should run on the ranks?", file=sys.stderr)
+        parser.print_usage(sys.stderr)
         return _status.USAGE
     # The one place where exceptions become exit statuses.
     try:
         return _main(args, command)
     except MMPIError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():  # one line per mistake (the knobs)
+            print(f"{PROG}: {line}", file=sys.stderr)
         return _status.ERROR
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -147,12 +173,25 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
         mpi4py_hook=args.mpi4py_hook, rank_map=args.rank_map, monitor=args.monitor,
         progress=args.progress,
     )
+    _check_knobs(config)
+    bad = _command.check_interpreter(command)
+    if bad is not None:
+        print(f"{PROG}: {bad[1]}", file=sys.stderr)
+        return bad[0]
     config = dataclasses.replace(config, launcher=dataclasses.replace(
         config.launcher, command=_command.launcher(config.launcher.command)))
     mpi = _openmpi.detect(config.launcher.command, config.launcher.mpi)
+    plan = make_plan(config, command, RENDEZVOUS_PLACEHOLDER, mpi=mpi)
     if args.dry_run:
-        sys.stdout.write(make_plan(config, command, RENDEZVOUS_PLACEHOLDER, mpi=mpi).describe())
+        sys.stdout.write(plan.describe())
         return 0
+    # Everything that can be checked here is, before anything is made or started.
+    _check_interfaces(config)
+    if plan.on_this_host_only():  # else the command is for other hosts to find
+        bad = _command.check(command) or _command.check_script(command)
+        if bad is not None:
+            print(f"{PROG}: {bad[1]}", file=sys.stderr)
+            return bad[0]
     if args.verbose:  # the ranks say what they chose (the progress mode)
         os.environ["MMPI_VERBOSE"] = "1"
     # Directories of earlier runs whose mmpi-run and watchdog were both killed.
@@ -161,12 +200,6 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
     try:
         hygiene.claim(rendezvous)
         plan = make_plan(config, command, str(rendezvous), mpi=mpi)
-        if plan.on_this_host_only():  # else the command is for other hosts to find
-            bad = _command.check(command)
-            if bad is not None:
-                print(f"{PROG}: {bad[1]}", file=sys.stderr)
-                return bad[0]
-        _check_interfaces(config)
         if plan.monitor is not None:  # once the plan holds: an earlier run's files go
             _monitoring.prepare(plan.monitor)
         if plan.owners is not None:  # before anything starts: the forwarders read it
@@ -181,6 +214,65 @@ def _main(args: argparse.Namespace, command: list[str]) -> int:
         print(f"{PROG}: traffic of the job (--monitor {plan.monitor}):", file=sys.stderr)
         print(_monitoring.merge(plan.monitor), file=sys.stderr)
     return status
+
+
+def _doctor_main(args: argparse.Namespace, command: list[str]) -> int:
+    """mmpi-run --doctor: the job's checks, one line each (launch/_doctor.py)."""
+    if command:
+        print(f"{PROG}: error: --doctor runs its own test job; give no command "
+              f"(got {' '.join(command)!r})", file=sys.stderr)
+        return _status.USAGE
+    try:
+        config = with_overrides(
+            _config.load(args.config), low=args.low, high=args.high,
+            forwarders=args.forwarders, placement=args.placement,
+            forwarder_cpus=args.forwarder_cpus, mpi4py_hook=args.mpi4py_hook)
+        _check_knobs(config)
+    except MMPIError as exc:
+        for line in str(exc).splitlines():
+            print(f"FAIL job description: {line}")
+        print("0 checks run: the job description must hold first")
+        return _status.ERROR
+    config = dataclasses.replace(config, launcher=dataclasses.replace(
+        config.launcher, command=_command.launcher(config.launcher.command)))
+    flags = [f"--{name}={value}" for name, value in (("low", args.low), ("high", args.high),
+                                                        ("forwarders", args.forwarders))
+             if value is not None]
+    text, status = _doctor.report(_doctor.examine(
+        config, args.config, mmpi_run=[*_self_command(), *flags]))
+    sys.stdout.write(text)
+    return status
+
+
+def _self_command() -> list[str]:
+    """How to run this mmpi-run again (the console script beside this Python, else the module)."""
+    import sysconfig
+
+    beside = os.path.join(sysconfig.get_path("scripts"), PROG)
+    return [beside] if os.path.isfile(beside) else [sys.executable, "-m", "launch"]
+
+
+def _check_knobs(config: _config.Config) -> None:
+    """ConfigError with a line per MMPI_* knob of our environment that the jobs would refuse.
+
+    The jobs inherit the environment, and their readers would stop them only after a whole
+    start-up (mmpi/wire/knobs.py has the bounds, shared with those readers). A knob the plan
+    sets itself (--progress, --monitor) is not taken from here, so not checked.
+    """
+    skip: tuple[str, ...] = ()
+    if config.progress is not None:
+        skip += ("MMPI_PROGRESS", *_knobs.SET_BY_MMPI_RUN)
+    if config.monitor is not None:
+        skip += ("MMPI_MONITOR",)
+    for name in sorted(os.environ):  # a misspelt knob would be ignored: say so, and go on
+        if name.startswith("MMPI_") and name not in _knobs.KNOBS and name not in _NOT_KNOBS:
+            close = difflib.get_close_matches(name, list(_knobs.KNOBS), n=1, cutoff=0.85)
+            if close:
+                print(f"{PROG}: warning: {name} is not a knob of mmpi, so it is ignored (did "
+                      f"you mean {close[0]}?)", file=sys.stderr)
+    problems = _knobs.problems(os.environ, skip)
+    if problems:
+        raise _config.ConfigError("", "\n".join(problems))
 
 
 def _check_interfaces(config: _config.Config) -> None:

@@ -10,7 +10,7 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
                                  # namespaces, where UCX would otherwise pick shared memory)
     zipper:                      # the dual-homed nodes; each runs `forwarders` forwarder daemons
       - host: localhost
-        forwarders: 1
+        forwarders: 1            # 1 to 16 (_checks.MAX_FORWARDERS)
         interfaces: {low: null, high: null}   # NIC on each subnet: both or neither
         wrapper: []              # put before the job's command line: [ip, netns, exec, zip]
         cpus: []                 # bind forwarder k of this node to CPU cpus[k mod len] (Hydra
@@ -19,11 +19,12 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
                                  # with ranks, away from the leaders (see plan.py)
     clusters:                    # both `low` and `high` are required
       low:
-        ranks: 2                 # required, >= 1
+        ranks: 2                 # required, 1 to 65536 (_checks.MAX_RANKS)
         hosts: [localhost]       # hosts: `name`, `name:slots` or a mapping (below); or `slurm`
         hostfile: null           # ...or a host file (relative to this file); not both
         placement: block         # block: fill each host in turn; paired: see plan.py
-        oversubscribe: false     # allow more ranks than slots (physical cores for paired)
+        oversubscribe: false     # allow more ranks than slots (physical cores for paired),
+                                 # up to 32 per slot (_placement.OVERSUBSCRIBE)
         sockets: null            # default host shape for `paired` (both or neither)
         cores_per_socket: null
         interface: null          # network device of this cluster (sets UCX_NET_DEVICES, and
@@ -34,6 +35,7 @@ Schema (every key except ``clusters`` is optional; the defaults are shown)::
     env: {}                      # extra environment for every job
     timeouts:
       connect: 60                # seconds a cluster or forwarder waits for the others at start-up
+                                 # (at most 86400)
     mpi4py_hook: true            # `from mpi4py import MPI` gives the bridged world in the ranks;
                                  # false: only `from mmpi import MPI` does, and a rank that
                                  # imports mpi4py's MPI directly fails at once
@@ -61,7 +63,9 @@ cluster's local ranks follow its virtual ranks in increasing order). ``COMM_WORL
 what the program expects; only where each one runs changes.
 
 Environment values may be strings or numbers (numbers are converted); names starting with
-``MMPI_`` are reserved for mmpi-run. Unknown keys are rejected at every level.
+``MMPI_`` are reserved for mmpi-run. Unknown keys are rejected at every level, with the
+allowed key closest to a misspelt one (``rank`` -> ``ranks``). A job file is at most
+MAX_JOB_FILE bytes, read with libyaml where PyYAML has it.
 Rule: every check is a helper taking ``(value, path)``, so command-line overrides are
 validated by exactly the same code as the file, with the same key paths in the message.
 Whether the ranks fit on their hosts is checked by plan.py (it needs this machine's shape
@@ -87,10 +91,11 @@ from ._checks import (
     a_list,
     boolean,
     env_mapping,
+    forwarders,
     mapping,
     optional_str,
-    positive_int,
     positive_number,
+    ranks,
     show,
     wrapper,
 )
@@ -107,6 +112,11 @@ from ._host_entries import (
 
 ROOT = "top level"
 DEFAULT_SOURCE = "<default job>"
+# A job file names clusters, hosts and a few settings: a few KiB. One of megabytes is a
+# mistake (a log, a data file), and would take PyYAML's pure-Python loader minutes.
+MAX_JOB_FILE = 1 << 20
+# libyaml's loader where PyYAML was built with it: some fifty times faster than the pure one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PLACEMENTS = ("block", "paired")
 TRANSPORTS = ("tcp",)
 
@@ -202,7 +212,15 @@ def load(path: str | Path | None = None) -> Config:
         return loads(text, source=DEFAULT_SOURCE)
     path = Path(path)
     try:
-        text = textfile.read(path)
+        with open(path, "rb") as f:
+            data = f.read(MAX_JOB_FILE + 1)  # no more: it may be a device or a pipe
+            size = os.fstat(f.fileno()).st_size
+        if len(data) > MAX_JOB_FILE:
+            limit = f"{MAX_JOB_FILE >> 20} MiB"
+            held = f"{size / (1 << 20):.1f} MiB" if size > MAX_JOB_FILE else f"over {limit}"
+            raise ConfigError("", f"too large for a job file: {held} (at most {limit}; is it "
+                              "the right file?)", source=str(path))
+        text = textfile.decode(data)
     except OSError as exc:
         raise ConfigError("", f"cannot read the file: {exc.strerror}", source=str(path)) from exc
     except textfile.NotText as exc:
@@ -219,7 +237,7 @@ def loads(
 ) -> Config:
     """Parse YAML text; relative host files are resolved against `base_dir`."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)  # a safe loader, C or Python
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -318,7 +336,7 @@ def _cluster(
     sockets, cores = shape(m, path)
     return Cluster(
         name=name,
-        ranks=positive_int(m["ranks"], f"{path}.ranks"),
+        ranks=ranks(m["ranks"], f"{path}.ranks"),
         hosts=hosts,
         hostfile=hostfile,
         interface=optional_str(m.get("interface"), f"{path}.interface", "a device name"),
@@ -371,7 +389,7 @@ def _zipper(value: object, path: str) -> Zipper:
         )
     return Zipper(
         host=host_name(m.get("host", "localhost"), f"{path}.host"),
-        forwarders=positive_int(m.get("forwarders", 1), f"{path}.forwarders"),
+        forwarders=forwarders(m.get("forwarders", 1), f"{path}.forwarders"),
         interfaces=MappingProxyType(interfaces),
         wrapper=wrapper(m.get("wrapper", []), f"{path}.wrapper"),
         cpus=cpu_list(m.get("cpus", []), f"{path}.cpus"),

@@ -70,7 +70,7 @@ from ._command import module_argv
 from ._hosts import Machine, detect_machine
 from ._monitoring import MATRIX_FILE
 from ._placement import Layout
-from .config import Config
+from .config import DEFAULT_SOURCE, Config, ConfigError
 
 FORWARDER = "forwarder"
 CLUSTER = "cluster"
@@ -244,7 +244,13 @@ def make_plan(
     timeout = _seconds(config.timeouts.connect)
     launcher = [config.launcher.command, *config.launcher.args]
     transport = TRANSPORT_ENV.get(config.transport or "", {})
-    layouts = _placement.place(config.low, config.high, machine or detect_machine(), config.owners)
+    try:
+        layouts = _placement.place(config.low, config.high, machine or detect_machine(),
+                                   config.owners)
+    except ConfigError as exc:  # named by the job file, as the file's own errors are
+        if exc.source is None and config.source not in (None, DEFAULT_SOURCE):
+            raise ConfigError(exc.path, exc.problem, source=config.source) from None
+        raise
     launches: list[Launch] = []
     ompi = mpi == _openmpi.OPENMPI
     base = _openmpi.prefix_env(config.launcher.command, environ) if ompi else {}

@@ -2,7 +2,8 @@
 
 Each also answers as mpi4py's `MPI.Exception` does (`Get_error_class()`, ...), with the MPI
 error class it stands for, and in a bridged program `except MPI.Exception` catches it (see
-`_runtime.facade`). This module imports no MPI: the error classes' numbers are looked up when asked.
+`_runtime.facade`), except where mpi4py raises a plain ValueError (`BufferError_`). This
+module imports no MPI: the error classes' numbers are looked up when asked.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ class MMPIError(Exception):
     """Base class of every error raised by mmpi."""
 
     mpi_error = "ERR_OTHER"  # the MPI error class this error stands for
+    # Whether mpi4py would raise it as an MPI.Exception (an error MPI itself reports); the
+    # argument errors mpi4py finds before MPI sees the call are plain ValueErrors there.
+    mpi_exception = True
     # In a bridged rank, each class has a twin that is also an mpi4py MPI.Exception, and
     # errors are made as the twins (registered by `_runtime.facade.mpi_exceptions`).
     _twins: dict[type, type] = {}
@@ -77,9 +81,15 @@ class TagError(UsageError):
 
 
 class BufferError_(UsageError):
-    """A buffer argument is unusable (not contiguous, read-only for a receive, unknown datatype)."""
+    """A buffer argument is unusable (not contiguous, read-only for a receive, unknown datatype).
+
+    Also counts that do not fit the buffers (a send count that differs from the receive
+    count, counts beyond a buffer). mpi4py checks these itself and raises ValueError, not
+    MPI.Exception: so does this class, also in a bridged rank (it has no MPI.Exception twin).
+    """
 
     mpi_error = "ERR_BUFFER"
+    mpi_exception = False
 
 
 class NotBridged(MMPIError, NotImplementedError):

@@ -1,4 +1,4 @@
-"""What every bridged communicator class shares: identity, naming, info, buffers, errors.
+"""What every bridged communicator class shares: identity, naming, info, buffers, errors, handles.
 
 The classes themselves (`comm.Comm`, `topology.Cartcomm`, ...) add mpi4py's base class; the
 methods come from mixins by concern: point-to-point (`p2p_methods`), collectives (`coll_methods`),
@@ -9,6 +9,7 @@ persistent collectives and partitioned calls (`persist_methods`), communicators 
 from __future__ import annotations
 
 import sys
+import weakref
 
 from .._startup.native import MPI
 from ..errors import MMPIError, NotBridged, UsageError
@@ -29,13 +30,18 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
     def __new__(cls, *args, **kwargs):
         """A new bridged communicator object (its native handle stays MPI_COMM_NULL).
 
-        Called with nothing, as `type(comm)()`: a null communicator, as mpi4py makes one.
+        Called with nothing, as `type(comm)()`: a null communicator, as mpi4py makes one;
+        with a bridged communicator, as `type(comm)(comm)`: a copy of it, as mpi4py's.
         """
         if not args and not kwargs:
             return _native_base(cls)()
+        if len(args) == 1 and isinstance(args[0], _Bridged):
+            return copy_of(args[0])
         return _blank(cls)
 
     def __init__(self, core: Core, name: str = "") -> None:
+        if isinstance(core, _Bridged):  # a copy (see __new__), made already
+            return
         self._core = core
         self._name = name
         self._tag_ub = core.engine.tag_ub
@@ -138,6 +144,8 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
 
     def __repr__(self) -> str:
         core = self._core
+        if not isinstance(core, Core):  # COMM_WORLD before MPI.Init (bootstrap.unjoined_world)
+            return f"<mmpi.{type(self).__name__} {self._name} (MPI not initialized)>"
         return (f"<mmpi.{type(self).__name__} {self._name or '(unnamed)'} rank "
                 f"{core.rank}/{core.size} ({core.engine.cluster})>")
 
@@ -204,20 +212,57 @@ class _Bridged(PointToPointMethods, CollectiveMethods, PersistentMethods, Commun
     def name(self, value: str) -> None:
         self._name = str(value)
 
-    def _no_handle(self, call: str):
-        raise NotBridged(
-            f"{call} is impossible on a bridged communicator: its ranks run in two MPI jobs "
-            "joined by forwarders, so no native handle stands for it, and C or Fortran code "
-            "handed one would reach only its own cluster; communicate through the bridged "
-            "object from Python instead")
+    # -- the native handle: one exists only inside one cluster -------------------------
+    def _native_comm(self, call: str):
+        """The native communicator that stands for this one; NotBridged if none can.
+
+        A communicator whose ranks are all in this cluster has one, ranked as it is: its
+        point-to-point context's (`create`), where its messages within the cluster go. One
+        across the zipper has none: its ranks run in two MPI jobs.
+        """
+        core = self._core
+        if core.freed:
+            return MPI.COMM_NULL
+        if isinstance(core, InterCore) or core.spans:
+            what = "an intercommunicator of the bridge" if isinstance(core, InterCore) else \
+                "a communicator with ranks in both clusters"
+            raise NotBridged(
+                f"{call} of {self._name or 'a bridged communicator'} is impossible: no native "
+                f"handle exists for {what} (its ranks run in two MPI jobs joined by "
+                "forwarders), and MPI_COMM_NULL would let C or Fortran code go on silently; "
+                "use the bridged object from Python, or give native code a communicator of "
+                "one cluster (e.g. from comm.Split by cluster)")
+        native = core.p2p.comm
+        _BY_HANDLE[native.handle] = self
+        return native
+
+    @property
+    def handle(self) -> int:
+        """The native handle of this communicator, where one exists (see `_native_comm`)."""
+        return self._native_comm("handle").handle
 
     def toint(self) -> int:
-        """Impossible across two jobs: raises NotBridged, saying why."""
-        self._no_handle("toint")
+        """The native handle as an integer, where one exists (see `_native_comm`)."""
+        return self._native_comm("toint").toint()
 
     def py2f(self) -> int:
-        """Impossible across two jobs: raises NotBridged, saying why."""
-        self._no_handle("py2f")
+        """The Fortran handle, where one exists (see `_native_comm`)."""
+        return self._native_comm("py2f").py2f()
+
+    @classmethod
+    def fromhandle(cls, handle: int):
+        """The communicator of a native handle (the bridged one it came from, if any)."""
+        return from_native(MPI.Comm.fromhandle(handle))
+
+    @classmethod
+    def fromint(cls, arg: int):
+        """The communicator of a native handle given as an integer."""
+        return from_native(MPI.Comm.fromint(arg))
+
+    @classmethod
+    def f2py(cls, arg: int):
+        """The communicator of a Fortran handle."""
+        return from_native(MPI.Comm.f2py(arg))
 
     def Is_inter(self) -> bool:
         """A bridged communicator is an intracommunicator."""
@@ -376,6 +421,25 @@ def _native_base(cls: type) -> type:
 def _blank(cls: type) -> _Bridged:
     """An object of bridged communicator class `cls`, its fields not set yet."""
     return _native_base(cls).__new__(cls)
+
+
+# The native handles given out for bridged communicators inside one cluster (`_native_comm`),
+# so that a handle coming back (fromhandle, C code's PyMPIComm_New) finds its bridged object.
+_BY_HANDLE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def bridged_of(native):
+    """The bridged communicator whose native handle `native` holds, or None."""
+    comm = _BY_HANDLE.get(native.handle) if native else None
+    if comm is None or comm._core.freed or comm._core.p2p.comm != native:
+        return None
+    return comm
+
+
+def from_native(native):
+    """`native`, or a copy of the bridged communicator it is the native handle of."""
+    comm = bridged_of(native)
+    return native if comm is None else copy_of(comm)
 
 
 def copy_of(comm: _Bridged) -> _Bridged:

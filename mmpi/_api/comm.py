@@ -1,9 +1,11 @@
 """The bridged communicator: mpi4py's `Intracomm` API across the zipper.
 
 `Comm` (and `topology.Cartcomm`, `.Graphcomm`, `.Distgraphcomm`) is a subclass of mpi4py's class,
-so `isinstance(comm, MPI.Intracomm)` holds; its MPI handle is MPI_COMM_NULL, so no native
-function handed one by mistake can silently work on a single cluster. Every method of
-mpi4py's class that the bridge does not provide raises `NotBridged`, naming the call.
+so `isinstance(comm, MPI.Intracomm)` holds; the handle inside the object stays MPI_COMM_NULL, so
+no mpi4py function handed one by mistake can silently work on a single cluster. Its `handle`
+(and `toint`, `py2f`, mpi4py's C API) is a native communicator's where one stands for it (all
+ranks in one cluster), else raises `NotBridged` (see `bridged._Bridged._native_comm`). Every
+method of mpi4py's class that the bridge does not provide raises `NotBridged`, naming the call.
 """
 
 from __future__ import annotations

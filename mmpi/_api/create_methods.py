@@ -6,6 +6,9 @@ single cluster sends and reduces natively, one across the zipper gets contexts o
 
 from __future__ import annotations
 
+import copy
+import sys
+
 from .._startup.native import MPI
 from ..errors import CommError, NotBridged, RankError, UsageError
 from . import create as _create
@@ -133,11 +136,27 @@ class CommunicatorMethods:
         core = self._core
         if core.freed:
             return
-        if core is core.engine.communicators[0]:
-            raise UsageError("Free: MPI_COMM_WORLD cannot be freed")
+        if core is core.engine.communicators[0]:  # as MPICH says it (MPI_ERR_COMM)
+            raise CommError(f"Free on rank {core.rank}: MPI_COMM_WORLD is a permanent "
+                            "communicator and cannot be freed (MPI_ERR_COMM)")
         core.free()
 
-    free = Free  # mpi4py 4's lowercase form
+    def free(self) -> None:
+        """Free the communicator if it is not null (mpi4py 4's safe form).
+
+        As mpi4py's: `MPI.COMM_WORLD` itself stays as it is; a copy of it
+        (`MPI.Intracomm(MPI.COMM_WORLD)`) becomes a null communicator, the world does not.
+        """
+        core = self._core
+        if core.freed:
+            return
+        if core is core.engine.communicators[0]:
+            if self is not getattr(sys.modules.get("mmpi.MPI"), "COMM_WORLD", None):
+                self._core = copy.copy(core)  # this object alone: a freed view of the world
+                self._core.freed = True
+            return
+        self.Free()
+
     def Disconnect(self) -> None:
         """As Free (a bridged communicator is an intracommunicator)."""
         self.Free()

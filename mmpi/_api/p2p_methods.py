@@ -264,7 +264,7 @@ class PointToPointMethods:
         self._live(call)
         self._dest(dest, call)
         self._send_tag(tag, call)
-        return Prequest(lambda: self._send_op(buf, dest, tag, call, mode), self._core)
+        return Prequest.made(lambda: self._send_op(buf, dest, tag, call, mode), self._core)
 
     def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
@@ -287,7 +287,8 @@ class PointToPointMethods:
         self._live("Recv_init")
         self._source(source, "Recv_init")
         self._recv_tag(tag, "Recv_init")
-        return Prequest(lambda: self._irecv(buf, source, tag, "Recv_init")._op, self._core)
+        return Prequest.made(lambda: self._irecv(buf, source, tag, "Recv_init")._op,
+                             self._core)
 
     # -- matched probes ------------------------------------------------------------------
     def _mprobe(self, source, tag, status, call: str, wait: bool, pickled: bool):

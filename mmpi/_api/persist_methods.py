@@ -23,7 +23,7 @@ from .._startup.native import MPI
 from ..errors import UsageError
 from .coll_methods import CollectiveMethods
 from .p2p_methods import as_int
-from .prequest import PartitionedRecv, PartitionedSend, Prequest
+from .prequest import Prequest
 
 ANY_SOURCE, ANY_TAG = MPI.ANY_SOURCE, MPI.ANY_TAG
 
@@ -61,7 +61,7 @@ def _persistent(name: str, start: str, owner: type):
         except TypeError as exc:
             raise TypeError(f"{name}: {exc}") from None
         call = getattr(self, start)
-        return Prequest(lambda: call(*args, **kwargs)._op, self._core)
+        return Prequest.made(lambda: call(*args, **kwargs)._op, self._core)
 
     init.__name__ = init.__qualname__ = name
     info = inspect.Parameter("info", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
@@ -98,8 +98,8 @@ class PersistentMethods:
         n = self._p_count(partitions, "Psend_init")
         self._dest(dest, "Psend_init")
         self._send_tag(tag, "Psend_init")
-        return PartitionedSend(lambda: self._send_op(buf, dest, tag, "Psend_init"), n,
-                               self._core)
+        return Prequest.made(lambda: self._send_op(buf, dest, tag, "Psend_init"), self._core,
+                             n, sending=True)
 
     def Precv_init(self, buf, partitions, source=None, tag=None, info=None):
         """A partitioned receive: its partitions arrive together (MPI 4, see Rule 2)."""
@@ -109,8 +109,8 @@ class PersistentMethods:
         n = self._p_count(partitions, "Precv_init")
         self._source(source, "Precv_init")
         self._recv_tag(tag, "Precv_init")
-        return PartitionedRecv(lambda: self._irecv(buf, source, tag, "Precv_init")._op, n,
-                               self._core)
+        return Prequest.made(lambda: self._irecv(buf, source, tag, "Precv_init")._op,
+                             self._core, n)
 
 
 for _name, _start in _COLLECTIVES.items():

@@ -1,12 +1,19 @@
 """Requests of the bridged world: mpi4py's `MPI.Request` API over bridged and native operations.
 
-`Request` is what `MPI.Request` names under mmpi-run: a subclass of mpi4py's own, so a native
-request (from `COMM_SELF`, say) is still one (`isinstance` holds for both), `MPI.Request()` is
-the null request, and the class methods (`Waitall`, `Testany`, ...) take any mix of native and
-bridged requests. A `BridgedRequest` is one operation of the bridge (an `_engine.op.Op`, or a
-non-blocking collective call); its handle is MPI_REQUEST_NULL, its methods are ours. Every
-wait polls the engine with back-off (see `_engine.engine` Rule 1); the waits and tests of a list of
-requests are `waits`'.
+`Request` is what `MPI.Request` names under mmpi-run, and the class of the bridge's requests
+too, so `type(comm.Isend(...)) is MPI.Request` holds as in mpi4py. It is a subclass of mpi4py's
+own: a native request (from `COMM_SELF`, say) is still one (`isinstance` holds for both),
+`MPI.Request()` is the null request and `MPI.Request(req)` a copy of a native one, and the class
+methods (`Waitall`, `Testany`, ...) take any mix of native and bridged requests.
+
+An object of the class is one of two kinds (`_op` tells them apart):
+
+* bridged: one operation of the bridge (an `_engine.op.Op`, or a non-blocking collective
+  call); its handle is MPI_REQUEST_NULL, its methods are ours;
+* native: `_op` is None and the object holds a native handle, as mpi4py's own would.
+
+Every wait polls the engine with back-off (see `_engine.engine` Rule 1); the waits and tests of
+a list of requests are `waits`'.
 """
 
 from __future__ import annotations
@@ -24,35 +31,185 @@ from .waits import Bridged, bind
 
 _native = MPI.Request
 _new = _native.__new__
+_bridged = W.bridged
 
 
-class Request(_native, metaclass=StandIn):
+class Request(_native, Bridged, metaclass=StandIn):
     """A non-blocking operation: a native MPI request, or one of the bridge (mpi4py's API)."""
 
+    __slots__ = ("_op", "_pickled", "_consumed", "_value")
     _stands_for = _native
 
-    # -- one request, native: polite waits -----------------------------------------------
+    def __new__(cls, request=None, pickled: bool = False):
+        """`MPI.Request()`, `MPI.Request(req)` (a native copy), or one operation of the bridge."""
+        if isinstance(request, Op):  # the bridge's (a send, a receive, a collective call)
+            self = _new(cls)
+            self._op, self._pickled, self._consumed, self._value = request, pickled, False, None
+            return self
+        self = _new(cls, request)  # a copy of a native handle, checked as mpi4py checks it
+        self._op = None
+        return self
+
+    @classmethod
+    def of(cls, op: Op) -> Request:
+        """The request of a send or a receive `op`, made the short way (one per message).
+
+        Without the class call's layers: the stand-in metaclass, __new__.
+        """
+        self = _new(cls)
+        self._op, self._pickled, self._consumed, self._value = op, False, False, None
+        return self
+
+    @property
+    def _copied_as_itself(self) -> bool:
+        # MPI.Request(req) of a bridged request is the request itself: it has no handle to
+        # copy, but lives in the bridge (see standin.StandIn.__call__)
+        return self._op is not None
+
+    # -- what Python asks of every object ------------------------------------------------
+    def __bool__(self) -> bool:
+        if _bridged(self):
+            return not self._consumed
+        return _native.__bool__(self)
+
+    def __eq__(self, other) -> bool:
+        if _bridged(self):
+            if _bridged(other):
+                return other is self
+            if isinstance(other, _native):
+                return self._consumed and not _native.__bool__(other)
+            return NotImplemented
+        if _bridged(other):
+            return other.__eq__(self)
+        return _native.__eq__(self, other)
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        if _bridged(self):
+            return id(self)
+        raise TypeError(f"unhashable type: '{type(self).__name__}'")  # as mpi4py's
+
+    def __repr__(self) -> str:
+        if not _bridged(self):
+            return _native.__repr__(self)
+        state = "done" if self._consumed else ("complete" if self._op.done else "active")
+        return f"<mmpi.Request {state}>"
+
+    def __reduce__(self):
+        if _bridged(self):  # a live operation of this process, as mpi4py's own requests
+            raise ValueError(f"cannot serialize '{type(self).__module__}."
+                             f"{type(self).__name__}' instance")
+        return _native.__reduce__(self)
+
+    # -- one request ---------------------------------------------------------------------
+    def _fill(self, status) -> None:
+        op = self._op
+        fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)
+
+    def _result(self, status):
+        op = self._op
+        self._fill(status)
+        if self._consumed:
+            return None
+        self._consumed = True
+        if op.error is not None:
+            raise op.error
+        if self._pickled:
+            data, op.obj = op.obj, None
+            value = pickle.loads(data) if data else None  # an empty message: None (mpi4py)
+            op.release()
+            return value
+        return getattr(op, "result", None)
+
+    def _wait(self) -> None:
+        op = self._op
+        if not op.done and not self._consumed:
+            if W.engine is None:
+                raise MMPIError("a bridged request outside a bridged job")
+            W.engine.wait_for(op.poll, op.remote)
+
     def Wait(self, status: MPI.Status | None = None) -> bool:
         """Wait for this request to complete."""
-        if isinstance(self, BridgedRequest):
-            return type(self).Wait(self, status)
+        if _bridged(self):
+            self._wait()
+            self._result(status)
+            return True
         W.wait_native(lambda: _native.Test(self, status))  # not Get_status: see _natively
         return True
 
     def wait(self, status: MPI.Status | None = None):
         """Wait for completion; return the received object (None for sends)."""
-        if isinstance(self, BridgedRequest):
-            return type(self).wait(self, status)
+        if _bridged(self):
+            self._wait()
+            return self._result(status)
         got = []
         W.wait_native(lambda: got.append(_native.test(self, status)) or got[-1][0])
         return got[-1][1]
+
+    def Test(self, status: MPI.Status | None = None) -> bool:
+        """Test for the completion of this request."""
+        if not _bridged(self):
+            return _native.Test(self, status)
+        if not self._consumed and not W.engine.test(self._op.poll):
+            return False
+        self._result(status)
+        return True
+
+    def test(self, status: MPI.Status | None = None):
+        """(flag, received object or None)."""
+        if not _bridged(self):
+            return _native.test(self, status)
+        if not self._consumed and not W.engine.test(self._op.poll):
+            return False, None
+        return True, self._result(status)
+
+    def Get_status(self, status: MPI.Status | None = None) -> bool:
+        """Non-destructive test for completion."""
+        if not _bridged(self):
+            return _native.Get_status(self, status)
+        if self._consumed or W.engine.test(self._op.poll):
+            self._fill(status)
+            return True
+        return False
+
+    def get_status(self, status: MPI.Status | None = None) -> bool:
+        """Non-destructive test for completion (lowercase alias)."""
+        return self.Get_status(status)
+
+    def Free(self) -> None:
+        """Let the operation complete in the background."""
+        if not _bridged(self):
+            _native.Free(self)
+        elif not self._consumed:
+            W.engine.p2p.adopt(self._op)
+            self._consumed = True
+
+    def free(self) -> None:
+        """Free the request if it is not null (mpi4py 4's safe form)."""
+        if not _bridged(self):
+            _native.free(self)
+        else:
+            self.Free()
+
+    def Cancel(self) -> None:
+        """Cancel a receive that has not been matched yet (sends cannot be cancelled here)."""
+        if not _bridged(self):
+            _native.Cancel(self)
+        else:
+            W.engine.cancel(self._op)
+
+    cancel = Cancel
 
     # -- many requests, any mix ----------------------------------------------------------
     @classmethod
     def Waitall(cls, requests: Sequence, statuses: list | None = None) -> bool:
         """Wait for all requests; raise the first error after all have completed."""
         reqs = list(requests)
-        if statuses is None and all([type(r) is BridgedRequest for r in reqs]):
+        if statuses is None and all([type(r) is Request and r._op is not None
+                                     for r in reqs]):
             return W.bridged_waitall(reqs)
         if W.natives_only(reqs):
             return _natively(W.wait_native, "Waitall", requests, statuses)
@@ -268,128 +425,8 @@ class Request(_native, metaclass=StandIn):
         Get_status_some
 
 
-class BridgedRequest(Request, Bridged):
-    """One operation of the bridge: a send, a receive, a non-blocking collective call."""
-
-    __slots__ = ("_op", "_pickled", "_consumed", "_value")
-    _copied_as_itself = True  # MPI.Request(req) is req (see standin.StandIn.__call__)
-
-    def __new__(cls, *args, **kwargs):
-        """A new bridged request object (its native handle stays MPI_REQUEST_NULL)."""
-        return _native.__new__(cls)
-
-    def __init__(self, op: Op, pickled: bool = False) -> None:
-        self._op = op
-        self._pickled = pickled  # a receive of a pickled object (lowercase API)
-        self._consumed = False
-        self._value = None  # a non-blocking collective's result
-
-    @classmethod
-    def of(cls, op: Op) -> BridgedRequest:
-        """The request of a send or a receive `op`, made the short way (one per message).
-
-        Without the class call's layers: the stand-in metaclass, __new__, __init__.
-        """
-        self = _new(cls)
-        self._op, self._pickled, self._consumed, self._value = op, False, False, None
-        return self
-
-    def __bool__(self) -> bool:
-        return not self._consumed
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, BridgedRequest):
-            return other is self
-        if isinstance(other, _native):
-            return self._consumed and not _native.__bool__(other)
-        return NotImplemented
-
-    def __ne__(self, other) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __repr__(self) -> str:
-        state = "done" if self._consumed else ("complete" if self._op.done else "active")
-        return f"<mmpi.BridgedRequest {state}>"
-
-    def _fill(self, status) -> None:
-        op = self._op
-        fill_status(status, op.source, op.tag, op.nbytes, op.error, op.cancelled)
-
-    def _result(self, status):
-        op = self._op
-        self._fill(status)
-        if self._consumed:
-            return None
-        self._consumed = True
-        if op.error is not None:
-            raise op.error
-        if self._pickled:
-            data, op.obj = op.obj, None
-            value = pickle.loads(data) if data else None  # an empty message: None (mpi4py)
-            op.release()
-            return value
-        return getattr(op, "result", None)
-
-    def _wait(self) -> None:
-        op = self._op
-        if not op.done and not self._consumed:
-            if W.engine is None:
-                raise MMPIError("a bridged request outside a bridged job")
-            W.engine.wait_for(op.poll, op.remote)
-
-    def Wait(self, status: MPI.Status | None = None) -> bool:
-        """Wait for this request to complete."""
-        self._wait()
-        self._result(status)
-        return True
-
-    def wait(self, status: MPI.Status | None = None):
-        """Wait for completion; return the received object (None for sends)."""
-        self._wait()
-        return self._result(status)
-
-    def Test(self, status: MPI.Status | None = None) -> bool:
-        """Test for the completion of this request."""
-        if not self._consumed and not W.engine.test(self._op.poll):
-            return False
-        self._result(status)
-        return True
-
-    def test(self, status: MPI.Status | None = None):
-        """(flag, received object or None)."""
-        if not self._consumed and not W.engine.test(self._op.poll):
-            return False, None
-        return True, self._result(status)
-
-    def Get_status(self, status: MPI.Status | None = None) -> bool:
-        """Non-destructive test for completion."""
-        if self._consumed or W.engine.test(self._op.poll):
-            self._fill(status)
-            return True
-        return False
-
-    def get_status(self, status: MPI.Status | None = None) -> bool:
-        """Non-destructive test for completion (lowercase alias)."""
-        return self.Get_status(status)
-
-    def Free(self) -> None:
-        """Let the operation complete in the background."""
-        if not self._consumed:
-            W.engine.p2p.adopt(self._op)
-            self._consumed = True
-
-    free = Free
-
-    def Cancel(self) -> None:
-        """Cancel a receive that has not been matched yet (sends cannot be cancelled here)."""
-        W.engine.cancel(self._op)
-
-    cancel = Cancel
-
+# The name the rest of mmpi made bridged requests by (`BridgedRequest.of(op)`): one class now.
+BridgedRequest = Request
 
 dispatch_unbound(Request, _native)
 pickle_natively(_native, MPI.Prequest)

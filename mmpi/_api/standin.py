@@ -10,6 +10,7 @@ the stand-in (pickle checks that a class is found under its name).
 from __future__ import annotations
 
 import copyreg
+import inspect
 
 from .._startup.native import MPI
 
@@ -124,4 +125,43 @@ def pickle_natively(*classes: type) -> None:
         copyreg.pickle(cls, reduce)
 
 
-__all__ = ["StandIn", "dispatch_unbound", "pickle_natively"]
+def _signed(name: str, fn, doc: str) -> str:
+    """`doc` as mpi4py writes a docstring: the signature, a blank line, the text."""
+    try:
+        signature = str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        signature = "(...)"
+    return f"{name}{signature}\n\n{inspect.cleandoc(doc)}"
+
+
+def document(obj, native) -> None:
+    """Give `obj` of the bridged namespace (a class or a function) mpi4py's docstrings.
+
+    The names mpi4py documents get its text, as a program's help() and mpi4py's test_doc
+    expect; mmpi's own public ones are written as mpi4py writes them (signature first).
+    """
+    if not isinstance(obj, type):
+        doc = getattr(native, "__doc__", None)
+        if doc:
+            obj.__doc__ = doc
+        elif obj.__doc__ and not obj.__name__.startswith("_"):
+            obj.__doc__ = _signed(obj.__name__, obj, obj.__doc__)
+        return
+    if native is not None and native.__doc__:
+        obj.__doc__ = native.__doc__
+    for name, attr in list(vars(obj).items()):
+        if name.startswith("__"):
+            continue
+        fn = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
+        if not (inspect.isfunction(fn) or isinstance(fn, property)):
+            continue
+        if inspect.isfunction(fn) and fn.__name__ != name:  # an alias (`start = Start`)
+            continue
+        doc = getattr(getattr(native, name, None), "__doc__", None)
+        if doc:
+            fn.__doc__ = doc
+        elif fn.__doc__ and not name.startswith("_") and not isinstance(fn, property):
+            fn.__doc__ = _signed(name, fn, fn.__doc__)
+
+
+__all__ = ["StandIn", "dispatch_unbound", "pickle_natively", "document"]

@@ -1,7 +1,8 @@
 """Waiting for and testing requests, one or a list of any mix: the helpers of `request`.
 
-A list may mix native requests (mpi4py's) and bridged ones (`request.BridgedRequest`, marked
-by the base `Bridged` here, so that this module needs nothing of `request`). Every wait polls
+A list may mix native requests (mpi4py's) and bridged ones (`request.Request` objects holding
+an operation of the bridge, marked by the base `Bridged` here, so that this module needs
+nothing of `request`). Every wait polls
 the rank's engine with back-off (`_engine.engine` Rule 1): `bind` names it once the bridge
 is joined.
 """
@@ -16,7 +17,7 @@ engine = None  # the rank's engine, set when the bridge is joined (read by reque
 
 
 class Bridged:
-    """The mark of a bridged request (request.BridgedRequest's second base)."""
+    """The mark of mmpi's request class (request.Request's second base)."""
 
     __slots__ = ()
 
@@ -37,8 +38,8 @@ def wait_native(test, remote: bool = False) -> None:
 
 
 def bridged(r) -> bool:
-    """Whether `r` is a bridged request."""
-    return isinstance(r, Bridged)
+    """Whether `r` is a bridged request (mmpi's class holds native requests too: no `_op`)."""
+    return isinstance(r, Bridged) and r._op is not None
 
 
 def bridged_waitall(reqs: list) -> bool:

@@ -9,12 +9,11 @@ The interface both implement is `interface.Backend`.
 
 from __future__ import annotations
 
-import os
-
 from ..errors import UsageError
+from ..wire.knobs import KNOBS, env_choice
 from .interface import Backend
 
-CHOICES = ("auto", "compiled", "python")
+CHOICES = KNOBS["MMPI_RANK_PATH"].choices  # auto, compiled, python
 
 _chosen: Backend | None = None
 
@@ -23,7 +22,7 @@ def get() -> Backend:
     """Return this process's backend (chosen on the first call, from MMPI_RANK_PATH)."""
     global _chosen
     if _chosen is None:
-        _chosen = _choose(os.environ.get("MMPI_RANK_PATH", "").strip() or "auto")
+        _chosen = _choose(env_choice("MMPI_RANK_PATH"))
     return _chosen
 
 

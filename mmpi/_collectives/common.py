@@ -19,7 +19,7 @@ import numpy as np
 from .._engine.buffers import Typed, Vector
 from .._startup.native import MPI
 from ..errors import UsageError
-from ..wire.knobs import env_int
+from ..wire.knobs import env_flag
 from .transport import Coll
 
 IN_PLACE = MPI.IN_PLACE
@@ -48,7 +48,7 @@ PREDEFINED_OPS = frozenset(id(getattr(MPI, name)) for name in PREDEFINED_NAMES)
 # its size) before the call's own steps: an allgather of three numbers. A mismatch is then
 # an error on every rank of the cluster at once, naming who called what, where the native
 # collectives would hang or mix the data (MMPI_CHECK_COLLECTIVES=0 turns it off).
-CHECK = env_int("MMPI_CHECK_COLLECTIVES", 1) != 0
+CHECK = env_flag("MMPI_CHECK_COLLECTIVES")
 
 
 def _kind(name: str) -> str:

@@ -48,8 +48,8 @@ _ALIVE_EVERY = 16
 # seconds, and tests the requests this many times between two yields of the CPU: a test costs
 # a fraction of a yield, which on shared cores is a context switch (docs/performance.md,
 # "Waiting policy").
-_NATIVE_DRAIN = env_float("MMPI_NATIVE_DRAIN_US", 1000) * 1e-6
-_TESTS_PER_YIELD = env_int("MMPI_TESTS_PER_YIELD", 10, minimum=1)
+_NATIVE_DRAIN = env_float("MMPI_NATIVE_DRAIN_US") * 1e-6
+_TESTS_PER_YIELD = env_int("MMPI_TESTS_PER_YIELD")
 _YIELDS_PER_CHECK = range(32)
 _ONE_ROUND = range(1)
 _TESTS = range(_TESTS_PER_YIELD)
@@ -111,7 +111,7 @@ class Engine:
         # Liveness: the forwarder sends a heartbeat every protocol.HEARTBEAT seconds; MPI here
         # never reports a dead peer, so silence while we wait is how a lost forwarder shows.
         self.heard = [time.monotonic()] * self.nfwd
-        self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT", P.LOST_AFTER, above=True)
+        self.lost_after = env_float("MMPI_FORWARDER_TIMEOUT")
         self.monitor = None  # a monitor.Monitor while monitoring is on (see set_monitor)
         self.backend = backend = _backend.get()
         self.lanes = backend.lanes  # whole calls in C (mmpi._backend.interface), or None

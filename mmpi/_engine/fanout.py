@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from .._startup.native import MPI
 from ..wire import protocol as P
-from ..wire.knobs import env_int
+from ..wire.knobs import env_flag, env_int
 from .large import send_large
 from .matching import Arrived
 
@@ -136,11 +136,11 @@ class Fanout:
         engine = p2p.engine
         self.p2p = p2p
         self.engine = engine
-        self.on = env_int("MMPI_DYNAMIC_BCAST", 1) != 0
+        self.on = env_flag("MMPI_DYNAMIC_BCAST")
         # Where it paid on the 2-core machine (docs/performance.md, "Dynamic broadcasts"):
         # 1 MiB to three ranks 1.3x faster; 256 KiB, or two ranks, slower.
-        self.min_bytes = max(env_int("MMPI_DYNAMIC_BCAST_MIN", 1 << 20), p2p.eager_max + 1)
-        self.min_dests = env_int("MMPI_DYNAMIC_BCAST_DESTS", 3, minimum=2)
+        self.min_bytes = max(env_int("MMPI_DYNAMIC_BCAST_MIN"), p2p.eager_max + 1)
+        self.min_dests = env_int("MMPI_DYNAMIC_BCAST_DESTS")
         self.held: list[_Held] = []
         self._since = 0.0
         self.tree = engine.local  # the cluster's own world: the heads and bytes (Rule 4)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .p2p import PointToPoint
 
 _BYTE = MPI.BYTE
-BUDGET = env_int("MMPI_RECV_BUDGET", 256 << 20, minimum=1 << 20)
+BUDGET = env_int("MMPI_RECV_BUDGET")
 
 
 class _Deferred:

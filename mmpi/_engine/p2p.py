@@ -48,7 +48,7 @@ _ANY_TAG = MPI.ANY_TAG
 _ID = 8  # bytes of a same-cluster acknowledgement: the synchronous send's arrival number
 # How long the chunks of an unexpected large message wait at the forwarder for a receive to
 # take them straight into its buffer, before they land in a spare (Rule 2).
-LATE = env_float("MMPI_LATE_US", 200.0) / 1e6
+LATE = env_float("MMPI_LATE_US") / 1e6
 
 
 class PointToPoint:

@@ -1,12 +1,14 @@
-"""Joining the bridge at import time (our MPI_Init): connect, get the layout, build COMM_WORLD.
+"""Joining the bridge (our MPI_Init): connect, get the layout, build COMM_WORLD.
 
-Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: every rank first registers with
-mmpi-run's rank watch (`wire.watch`; it says "bye" once finalized), local rank 0 waits for the
-forwarder's port file for this cluster, the cluster connects collectively, rank 0 answers the
-forwarder's challenge with an HMAC of the job secret (in the private rendezvous directory;
-the secret itself never travels), every rank waits to be admitted, the cluster Dups a fresh
-control and a data channel from the connection (protocol Rule 8), and every rank waits for the
-forwarder's layout message.
+At import, or in MPI.Init()/Init_thread() if the program set mpi4py.rc.initialize = False
+(then COMM_WORLD exists before, and becomes the world there; a rank that never calls them
+joins as it exits). Native mode unless the launcher set MMPI_RENDEZVOUS. Bridged: every rank
+first registers with mmpi-run's rank watch (`wire.watch`; it says "bye" once finalized), local
+rank 0 waits for the forwarder's port file for this cluster, the cluster connects collectively,
+rank 0 answers the forwarder's challenge with an HMAC of the job secret (in the private
+rendezvous directory; the secret itself never travels), every rank waits to be admitted, the
+cluster Dups a fresh control and a data channel from the connection (protocol Rule 8), and
+every rank waits for the forwarder's layout message.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import BridgeError
+from ..errors import BridgeError, StateError
 from ..wire import protocol as P
 from ..wire import rendezvous as R
 from ..wire import watch
@@ -47,8 +49,69 @@ def spawned() -> bool:
     return os.environ.get("PMI_SPAWNED") == "1"
 
 
-def join():
-    """Return the bridged world communicator, or None when not started by mmpi-run."""
+def bridging() -> bool:
+    """Whether this process is a rank of a job that mmpi-run started (the bridge is for it)."""
+    return bool(os.environ.get(R.ENV_RENDEZVOUS)) and not spawned()
+
+
+def initialize_at_import() -> bool:
+    """Whether MPI starts when the program imports it (mpi4py.rc.initialize, as mpi4py reads it)."""
+    from .._startup.hook import rc_option
+
+    return rc_option("initialize", True) not in (False, "no")
+
+
+class _NotInitialized:
+    """The core of COMM_WORLD before MPI.Init: every use says so (mpi4py.rc.initialize False)."""
+
+    freed = False
+
+    def __getattr__(self, name: str):
+        raise StateError("MPI.COMM_WORLD is used before MPI is initialized: with "
+                         "mpi4py.rc.initialize = False, MPI and the bridge start in MPI.Init() "
+                         "or MPI.Init_thread()")
+
+
+def unjoined_world():
+    """The COMM_WORLD object before the bridge is joined; `join(world)` makes it the world.
+
+    A program may take `MPI.COMM_WORLD` at import and use it after MPI.Init().
+    """
+    from .._api.bridged import _blank
+    from .._api.comm import Comm
+    from .._startup.native import MPI
+
+    world = _blank(Comm)
+    world._core, world._name, world._tag_ub = _NotInitialized(), "MPI_COMM_WORLD", 0
+    world._errhandler, world._topo = MPI.ERRORS_RETURN, None
+    return world
+
+
+def join_at_exit(world) -> None:
+    """A rank that never initializes MPI (mpi4py.rc.initialize = False) joins as it exits.
+
+    So the job stays one bridged job, with nothing to say: mmpi-run takes a job none of whose
+    ranks joined for one that ran as separate worlds. Not after an uncaught exception: that
+    rank fails, as it would natively.
+    """
+
+    def at_exit() -> None:
+        from .._startup.native import MPI
+
+        if _engine is not None or MPI.Is_initialized() or hasattr(sys, "last_value"):
+            return
+        join(world)
+        finalize()
+        MPI.Finalize()  # mpi4py finalizes at exit only what it initialized itself
+
+    atexit.register(at_exit)
+
+
+def join(world=None):
+    """Join the bridge: return the bridged world communicator (None: not started by mmpi-run).
+
+    `world`: the object to make the world (`unjoined_world`), else a new one.
+    """
     rdv = os.environ.get(R.ENV_RENDEZVOUS)
     if not rdv or spawned():
         return None
@@ -59,12 +122,10 @@ def join():
 
     from .._startup.native import MPI
 
-    if not MPI.Is_initialized():
-        # mpi4py.rc.initialize = False: the program calls MPI.Init() itself, later; the
-        # bridge joins now, so MPI starts here, at the level the program asked mpi4py for
+    if not MPI.Is_initialized():  # joining at exit (join_at_exit): MPI starts here
         MPI.Init_thread(_thread_level(MPI))
-    world = MPI.COMM_WORLD
-    rank = world.Get_rank()
+    native = MPI.COMM_WORLD
+    rank = native.Get_rank()
     path = Path(rdv)
     # First of all: from here on, however this process ends, mmpi-run knows whether it had
     # finalized (the kernel closes the socket for us).
@@ -73,8 +134,8 @@ def join():
     nfwd = int(os.environ.get(R.ENV_FORWARDERS, "1"))
     links = []
     for index in range(nfwd):
-        links.append(_connect(world, path, cluster, index, timeout))
-    comm = world_over(cluster, world, links, timeout)
+        links.append(_connect(native, path, cluster, index, timeout))
+    comm = world_over(cluster, native, links, timeout, into=world)
     if os.environ.get(R.ENV_MONITOR):  # mmpi-run --monitor: count from the start
         from .._engine.monitor import Monitor, Session
 
@@ -83,24 +144,27 @@ def join():
     # Who is who, for mmpi-run's failure reports (Hydra names dead processes by pid only).
     R.write_atomic(path / f"rank.{cluster}.{rank}.pid", f"{os.getpid()} {_engine.vrank}")
     atexit.register(finalize)
-    _install_excepthook(world)
-    _install_exit_hook(world, _engine)
+    _install_excepthook(native)
+    _install_exit_hook(native, _engine)
     return comm
 
 
 def _thread_level(MPI) -> int:
-    import mpi4py
+    """The level mpi4py would ask for (mpi4py.rc.threads, .thread_level)."""
+    from .._startup.hook import rc_option
 
-    level = getattr(mpi4py.rc, "thread_level", "multiple")
+    if rc_option("threads", True) in (False, "no"):
+        return MPI.THREAD_SINGLE
+    level = rc_option("thread_level", "multiple")
     return {"single": MPI.THREAD_SINGLE, "funneled": MPI.THREAD_FUNNELED,
             "serialized": MPI.THREAD_SERIALIZED}.get(level, MPI.THREAD_MULTIPLE)
 
 
 def initial_errhandler(MPI):
     """The error handler mpi4py gives COMM_WORLD for `mpi4py.rc.errors`."""
-    import mpi4py
+    from .._startup.hook import rc_option
 
-    errors = getattr(mpi4py.rc, "errors", "exception")
+    errors = rc_option("errors", "exception")
     if errors == "abort":
         return MPI.ERRORS_ABORT
     if errors in ("default", "fatal"):
@@ -109,10 +173,11 @@ def initial_errhandler(MPI):
 
 
 def world_over(cluster: str, local, links: list, timeout: float, *,
-               stripe_min: int | None = None):
+               stripe_min: int | None = None, into=None):
     """The bridged COMM_WORLD of this rank of `cluster`, whose native world is `local`.
 
     `links` (control, data) join it to each forwarder: wait for their layout, start the engine.
+    `into`: the object to make the world (`unjoined_world`), else a new one.
     """
     from .. import _backend
     from .._api import group as _group
@@ -136,7 +201,7 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
         cluster=cluster, local=local, links=links, layout=layout,
         eager_max=env_int("MMPI_EAGER_MAX", body["eager_max"]),
         chunk=min(b["chunk"] for b in layouts),
-        stripe_min=stripe_min or env_int("MMPI_STRIPE_MIN", 4 << 20, minimum=1),
+        stripe_min=stripe_min or env_int("MMPI_STRIPE_MIN"),
     )
     if engine.local_rank == 0 and os.environ.get("MMPI_VERBOSE"):
         print(f"mmpi: {cluster} cluster's crossing path {_backend.describe(engine.backend)}",
@@ -145,7 +210,11 @@ def world_over(cluster: str, local, links: list, timeout: float, *,
     request.bind(engine)
     _group.bind(engine.layout.vranks(engine.cluster))
     global _world
-    _world = Comm(core, "MPI_COMM_WORLD")
+    if into is None:
+        _world = Comm(core, "MPI_COMM_WORLD")
+    else:
+        Comm.__init__(into, core, "MPI_COMM_WORLD")
+        _world = into
     from .._startup.native import MPI
 
     handler = initial_errhandler(MPI)
@@ -285,8 +354,18 @@ def _exit_without_mpi_finalize(local) -> None:
             pass  # a cluster-mate removed it first
     sys.stdout.flush()
     sys.stderr.flush()
+    _flush_c_streams()  # os._exit skips C's stdio: a C extension's printf would be lost
     del MPI
     os._exit(0)
+
+
+def _flush_c_streams() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
 
 
 def _install_exit_hook(world, engine) -> None:

@@ -9,6 +9,7 @@ one inside a cluster use its native communicator; `Attach_buffer` sizes buffered
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import os
 import sys
@@ -17,12 +18,11 @@ import zlib
 
 from .._api import intercore as _inter
 from .._api import waits as _request_waits
-from .._api.bridged import _Bridged, copy_of, subclass_copy
+from .._api.bridged import _Bridged, copy_of, from_native, subclass_copy
 from .._api.group import BridgedGroup, ranks_of
 from .._api.intercomm import Intercomm as BridgedIntercomm
 from .._api.p2p_methods import attached
-from .._api.prequest import Prequest as BridgedPrequest
-from .._api.request import Request
+from .._api.prequest import Prequest
 from .._api.standin import StandIn, dispatch_unbound, pickle_natively
 from .._engine.buffers import as_view
 from .._io.file import open_across
@@ -56,6 +56,21 @@ def _communicator_class(native):
                 me = (other.engine.vrank,)
                 return MPI.CONGRUENT if mine == 1 and other.members == me else MPI.UNEQUAL
             return native.Compare(self, comm)
+
+        @classmethod
+        def fromhandle(cls, handle: int):
+            """The communicator of a native handle (a bridged one's: that communicator)."""
+            return from_native(native.fromhandle(handle))
+
+        @classmethod
+        def fromint(cls, arg: int):
+            """The communicator of a native handle given as an integer."""
+            return from_native(native.fromint(arg))
+
+        @classmethod
+        def f2py(cls, arg: int):
+            """The communicator of a Fortran handle."""
+            return from_native(native.f2py(arg))
 
     Stand.__name__ = Stand.__qualname__ = native.__name__
     Stand.__doc__ = f"mpi4py's {native.__name__}, for native and bridged communicators."
@@ -141,54 +156,34 @@ class _Self(Intracomm):
     Accept = _no_dynamic_processes("Accept")
     Connect = _no_dynamic_processes("Connect")
 
+    def free(self) -> None:
+        """Free the communicator if it is not null, and not a predefined one (COMM_SELF)."""
+        # mpi4py leaves its constant COMM_SELF alone; this one copies its handle, not its
+        # mark of a constant, and mpi4py's free would turn it into COMM_NULL
+        if self is not COMM_SELF:
+            MPI.Intracomm.free(self)
+
     def __reduce__(self):
         return "COMM_SELF" if self is COMM_SELF else MPI.Intracomm.__reduce__(self)
 
 
-COMM_SELF = _Self(MPI.COMM_SELF)
+def _self_comm() -> _Self:
+    """COMM_SELF, of class `_Self`: mpi4py's handle, copied without calling MPI.
+
+    mpi4py's copy constructor asks MPI whether the handle is an intercommunicator, which
+    MPICH refuses (aborting) before MPI_Init, and with mpi4py.rc.initialize = False this
+    module is imported before it; the handle is a constant, its bytes can be copied.
+    """
+    comm = _Self()
+    ctypes.memmove(MPI._addressof(comm), MPI._addressof(MPI.COMM_SELF), MPI._sizeof(MPI.Comm))
+    return comm
+
+
+COMM_SELF = _self_comm()
 Topocomm = _communicator_class(MPI.Topocomm)
 Cartcomm = _communicator_class(MPI.Cartcomm)
 Graphcomm = _communicator_class(MPI.Graphcomm)
 Distgraphcomm = _communicator_class(MPI.Distgraphcomm)
-
-
-class Prequest(MPI.Prequest, metaclass=StandIn):
-    """mpi4py's Prequest; Startall takes bridged and native persistent requests."""
-
-    _stands_for = MPI.Prequest
-
-    @classmethod
-    def Startall(cls, requests) -> None:
-        """Start every request of the list."""
-        natives = [r for r in requests if not isinstance(r, BridgedPrequest)]
-        for r in requests:
-            if isinstance(r, BridgedPrequest):
-                r.Start()
-        if natives:
-            MPI.Prequest.Startall(natives)
-
-    startall = Startall
-
-    # mpi4py makes these of its own class: give programs the class they name (MPI.Prequest)
-    @classmethod
-    def fromhandle(cls, handle):
-        return cls(MPI.Prequest.fromhandle(handle))
-
-    @classmethod
-    def fromint(cls, arg):
-        return cls(MPI.Prequest.fromint(arg))
-
-    @classmethod
-    def f2py(cls, arg):
-        return cls(MPI.Prequest.f2py(arg))
-
-
-# mpi4py's Prequest inherits Request's completion calls: bridged requests complete there too
-for _name in ("Waitall", "waitall", "Testall", "testall", "Waitany", "waitany", "Testany",
-              "testany", "Waitsome", "waitsome", "Testsome", "testsome"):
-    setattr(Prequest, _name, getattr(Request, _name))  # bound to Request, which has the helpers
-del _name
-dispatch_unbound(Prequest, MPI.Prequest)
 
 
 class Message(MPI.Message, metaclass=StandIn):
@@ -243,14 +238,28 @@ class Session(MPI.Session, metaclass=StandIn):
         """The process set's info; "mpi_size" of the world is the bridged world's size."""
         info = MPI.Session.Get_pset_info(self, pset_name)
         if pset_name == self.WORLD:
-            info.Set("mpi_size", str(sys.modules["mmpi.MPI"].COMM_WORLD.Get_size()))
+            info.Set("mpi_size", str(_bridged_world("Session.Get_pset_info").Get_size()))
         return info
 
     def Create_group(self, pset_name: str):
         """The process set's group: the bridged world's for "mpi://WORLD"."""
         if pset_name == self.WORLD:
-            return sys.modules["mmpi.MPI"].COMM_WORLD.Get_group()
+            return _bridged_world("Session.Create_group").Get_group()
         return MPI.Session.Create_group(self, pset_name)
+
+
+def _bridged_world(call: str):
+    """The bridged COMM_WORLD, for a session's "mpi://WORLD"; NotBridged while there is none."""
+    from . import bootstrap
+
+    world = bootstrap.world()
+    engine = bootstrap.engine()
+    if world is None or engine is None or engine.finalized:
+        raise NotBridged(
+            f'{call}("mpi://WORLD") is not bridged before MPI.Init() or after MPI.Finalize(): '
+            "the bridged world exists only while MPI is initialized, and the native one is "
+            "this cluster's alone")
+    return world
 
 
 _EMPTY = memoryview(bytearray(0))
@@ -319,7 +328,7 @@ class File(MPI.File, metaclass=StandIn):
         return MPI.File.Open(native_of(comm, "File.Open"), filename, amode, info)
 
 
-pickle_natively(MPI.Win, MPI.File, MPI.Message)
+pickle_natively(MPI.Win, MPI.File, MPI.Message, MPI.Session, MPI.Intercomm)
 
 
 def buffer_size(buf) -> int:
@@ -347,6 +356,49 @@ def Detach_buffer():
     attached.pending = []
     attached.size = 0
     return MPI.Detach_buffer()
+
+
+def _handleof(arg) -> int:
+    """The native handle of an MPI object; of a bridged communicator where one exists."""
+    if isinstance(arg, _Bridged):
+        return arg._native_comm("MPI._handleof").handle
+    return MPI._handleof(arg)
+
+
+def _addressof(arg) -> int:
+    """Where the native handle of an MPI object lies; of a bridged communicator's native one."""
+    if isinstance(arg, _Bridged):
+        return MPI._addressof(arg._native_comm("MPI._addressof"))
+    return MPI._addressof(arg)
+
+
+def _capi_get(obj):
+    """The object whose handle mpi4py's PyMPIComm_Get gives C code for `obj` (capi.c)."""
+    if isinstance(obj, _Bridged):
+        return obj._native_comm("PyMPIComm_Get (mpi4py's C API)")
+    return obj
+
+
+def _capi_new(native):
+    """What mpi4py's PyMPIComm_New gives C code for the communicator `native` (capi.c)."""
+    if native == MPI.COMM_SELF:  # of the class the program sees COMM_SELF have
+        return _Self(native)
+    return from_native(native)
+
+
+def capi_table() -> dict:
+    """mpi4py's `__pyx_capi__` with its communicator functions asking the bridge first.
+
+    mpi4py's own where the compiled wrappers were not built (no C compiler at install).
+    """
+    table = dict(MPI.__pyx_capi__)
+    try:
+        from . import _capi  # type: ignore[attr-defined]
+    except ImportError:
+        return table
+    table["PyMPIComm_Get"], table["PyMPIComm_New"] = _capi.wrap(
+        table["PyMPIComm_Get"], table["PyMPIComm_New"], _capi_get, _capi_new)
+    return table
 
 
 def _comm_lock_table(comm) -> dict:
@@ -408,7 +460,7 @@ def mpi_exceptions() -> None:
     from .. import errors
 
     for _, cls in inspect.getmembers(errors, inspect.isclass):
-        if issubclass(cls, MMPIError) and cls not in MMPIError._twins:
+        if issubclass(cls, MMPIError) and cls.mpi_exception and cls not in MMPIError._twins:
             MMPIError._twins[cls] = type(cls.__name__, (cls, MPI.Exception), {
                 "__init__": BaseException.__init__,
                 "__str__": BaseException.__str__,
@@ -421,5 +473,6 @@ def mpi_exceptions() -> None:
 
 __all__ = ["Comm", "Intracomm", "Intercomm", "COMM_SELF", "Topocomm", "Cartcomm",
            "Graphcomm", "Distgraphcomm", "Prequest", "Session", "Message", "Win", "File",
-           "Attach_buffer", "Detach_buffer", "native_of", "mpi_exceptions", "_comm_lock",
-           "_comm_lock_table", "_commctx_intra", "_commctx_inter"]
+           "Attach_buffer", "Detach_buffer", "native_of", "mpi_exceptions", "capi_table",
+           "_comm_lock", "_comm_lock_table", "_commctx_intra", "_commctx_inter", "_handleof",
+           "_addressof"]

@@ -35,12 +35,11 @@ from threading import get_ident
 
 from .._backend import python as _python
 from .._engine import op as _op
-from ..errors import UsageError
-from ..wire.knobs import env_float
+from ..wire.knobs import KNOBS, env_choice, env_float
 
-MODES = ("off", "leaders", "all", "auto")
-MIN_NAP = env_float("MMPI_PROGRESS_NAP_US", 50) * 1e-6
-MAX_NAP = env_float("MMPI_PROGRESS_MAX_NAP_US", 1000) * 1e-6
+MODES = KNOBS["MMPI_PROGRESS"].choices  # off, leaders, all, auto
+MIN_NAP = env_float("MMPI_PROGRESS_NAP_US") * 1e-6
+MAX_NAP = env_float("MMPI_PROGRESS_MAX_NAP_US") * 1e-6
 _IDLE_CHECK = 0.1  # a sleeping thread looks for work this often even if nobody woke it
 
 LOCK = threading.Lock()  # held by the thread for a pass (Rule 1)
@@ -49,11 +48,7 @@ GATE = _python.Gate(LOCK, _op)  # the backend's once a thread starts (start)
 
 def mode_from_env(environ=os.environ) -> str:
     """The mode asked for (MMPI_PROGRESS), checked."""
-    mode = environ.get("MMPI_PROGRESS", "off").strip().lower() or "off"
-    if mode not in MODES:
-        raise UsageError(f"MMPI_PROGRESS={environ.get('MMPI_PROGRESS')!r}: expected one of "
-                         f"{', '.join(MODES)}")
-    return mode
+    return env_choice("MMPI_PROGRESS", environ)
 
 
 def choose(mode: str, *, cores: int, procs: int, ranks: int) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 
 _TARGET = "mpi4py.MPI"
@@ -79,6 +80,29 @@ def native():
     if _finder is not None:
         return _finder.real_import()
     return importlib.import_module(_TARGET)
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "y", "1"), ("false", "no", "off", "n", "0")
+
+
+def rc_option(name: str, default):
+    """mpi4py's option `name` as its MPI module reads it at import.
+
+    The environment's MPI4PY_RC_<NAME> first, then `mpi4py.rc` (a program may have deleted
+    it), else `default`.
+    """
+    value = os.environ.get(f"MPI4PY_RC_{name.upper()}")
+    if value:
+        lowered = value.lower()
+        if value.strip(" \t").isdigit() and type(default) is int:
+            return int(value)
+        if lowered in _TRUE or lowered in _FALSE:
+            return lowered in _TRUE
+        return lowered
+    rc = sys.modules.get("mpi4py.rc")
+    if rc is None:
+        rc = getattr(sys.modules.get("mpi4py"), "rc", None)
+    return getattr(rc, name, default)
 
 
 def active() -> bool:

@@ -6,7 +6,8 @@ poll with non-blocking calls and back off with this policy. Pure spinning starve
 and sleeping at once costs a timer tick, so the default is: sched_yield for a few milliseconds
 of quiet, then naps (docs/performance.md, "Waiting policy"). Tunable: MMPI_SPIN_US (busy
 polling after the last progress), MMPI_YIELD_US (then sched_yield), MMPI_MAX_SLEEP_US (cap of
-the exponentially growing naps after that).
+the exponentially growing naps after that). They are read when first needed, not at import:
+mmpi-run imports this module too, and checks the knobs itself, to say so in its own words.
 """
 
 from __future__ import annotations
@@ -20,9 +21,22 @@ _now = time.perf_counter
 yield_cpu = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
-SPIN = env_float("MMPI_SPIN_US", 0) * 1e-6
-YIELD = env_float("MMPI_YIELD_US", 5000) * 1e-6
-MAX_SLEEP = env_float("MMPI_MAX_SLEEP_US", 250) * 1e-6
+_KNOBS = {"SPIN": "MMPI_SPIN_US", "YIELD": "MMPI_YIELD_US", "MAX_SLEEP": "MMPI_MAX_SLEEP_US"}
+_policy: dict[str, float] = {}
+
+
+def policy() -> dict[str, float]:
+    """SPIN, YIELD and MAX_SLEEP in seconds, from their knobs (read once, on first use)."""
+    if not _policy:
+        _policy.update({k: env_float(name) * 1e-6 for k, name in _KNOBS.items()})
+    return _policy
+
+
+def __getattr__(name: str) -> float:
+    # `from mmpi.wire.backoff import YIELD` still works, and reads the knobs only then.
+    if name in _KNOBS:
+        return policy()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _tight_timer_slack() -> None:
@@ -45,10 +59,12 @@ class Backoff:
 
     __slots__ = ("_since", "_nap", "spin", "yield_", "max_sleep")
 
-    def __init__(self, spin: float = SPIN, yield_: float = YIELD, max_sleep: float = MAX_SLEEP):
-        self.spin = spin
-        self.yield_ = yield_
-        self.max_sleep = max_sleep
+    def __init__(self, spin: float | None = None, yield_: float | None = None,
+                 max_sleep: float | None = None):
+        knobs = _policy or policy()
+        self.spin = knobs["SPIN"] if spin is None else spin
+        self.yield_ = knobs["YIELD"] if yield_ is None else yield_
+        self.max_sleep = knobs["MAX_SLEEP"] if max_sleep is None else max_sleep
         self._since = 0.0
         self._nap = MIN_SLEEP
 

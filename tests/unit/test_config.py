@@ -172,9 +172,9 @@ OK = "clusters: {low: {ranks: 2}, high: {ranks: 2}}\n"  # prepend to test other 
         (OK + "launcher: {args: [-v, 1]}", "launcher.args[1]: expected a string, got 1"),
         (OK + "launcher: {command: null}", "launcher.command: expected a command, got null"),
         (OK + "timeouts: {connect: -5}",
-         "timeouts.connect: expected a positive number of seconds, got -5"),
+         "timeouts.connect: expected a positive number of seconds up to 86400 (a day), got -5"),
         (OK + "timeouts: {connect: 60s}",
-         "timeouts.connect: expected a positive number of seconds, got '60s'"),
+         "timeouts.connect: expected a positive number of seconds up to 86400 (a day), got '60s'"),
         # structure
         ("clusters: {low: {ranks: 1, hosts: [a], hostfile: h}, high: {ranks: 1}}",
          "clusters.low: give either 'hosts' or 'hostfile', not both"),
@@ -305,6 +305,81 @@ def test_bad_overrides(override, expected):
     assert expected in str(info.value)
 
 
+# -- counts bounded by what can run; the same check for the flag and the file -------------------
+
+
+BIG = 99999999999999999999
+
+
+@pytest.mark.parametrize(("override", "file_key", "path", "bound"), [
+    ({"low": BIG}, "clusters: {low: {ranks: %d}, high: {ranks: 1}}", "clusters.low.ranks",
+     "at most 65536 ranks in one cluster"),
+    ({"forwarders": 1000}, OK + "zipper: [{forwarders: %d}]", "zipper[0].forwarders",
+     "at most 16 forwarders on one zipper node"),
+])
+def test_counts_are_bounded_alike_from_the_flag_and_the_file(override, file_key, path, bound):
+    value = next(iter(override.values()))
+    flag = "--" + next(iter(override))
+    with pytest.raises(ConfigError) as info:
+        with_overrides(load(), **override)
+    from_flag = str(info.value)
+    assert from_flag.startswith(f"{path} (from {flag}): expected {bound} (")
+    assert from_flag.endswith(f"), got {value}")
+    from_file = error_of(file_key % value)
+    assert from_file == f"<string>: {path}: " + from_flag.split(": ", 1)[1]
+    # the bound itself is fine
+    assert with_overrides(load(), low=65536).low.ranks == 65536
+    assert with_overrides(load(), forwarders=16).forwarders == 16
+
+
+def test_a_timeout_is_finite_and_at_most_a_day():
+    assert "timeouts.connect: expected a positive number of seconds up to 86400 (a day), got " \
+           "inf" in error_of(OK + "timeouts: {connect: .inf}")
+    assert "got nan" in error_of(OK + "timeouts: {connect: .nan}")
+    assert loads(OK + "timeouts: {connect: 86400}").timeouts.connect == 86400
+
+
+def test_a_misspelt_key_gets_a_suggestion():
+    assert error_of("clusters: {low: {rank: 2}, high: {ranks: 2}}") == (
+        "<string>: clusters.low: unknown key 'rank' (did you mean 'ranks'?)")
+    assert error_of("clusters: {lwo: {ranks: 2}, high: {ranks: 2}}") == (
+        "<string>: clusters: unknown key 'lwo' (did you mean 'low'?)")
+    assert error_of(OK + "timeout: {connect: 3}") == (
+        "<string>: top level: unknown key 'timeout' (did you mean 'timeouts'?)")
+
+
+def test_a_job_file_too_large_is_refused_before_it_is_parsed(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("# " + "x" * (1 << 20) + "\n" + OK)
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert str(info.value) == (f"{path}: too large for a job file: 1.0 MiB (at most 1 MiB; is "
+                               "it the right file?)")
+    with pytest.raises(ConfigError) as info:  # a device has no size: read only what is allowed
+        load("/dev/zero")
+    assert str(info.value) == ("/dev/zero: too large for a job file: over 1 MiB (at most 1 MiB; "
+                               "is it the right file?)")
+
+
+def test_the_c_loader_is_used_where_pyyaml_has_it():
+    import yaml
+
+    from launch import config
+
+    assert config._LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with pytest.raises(ConfigError, match=r"invalid YAML at line \d+, column \d+"):
+        loads("clusters:\n  - [low: {ranks: 1\n")
+
+
+def test_the_shipped_example_job_is_valid():
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "two-clusters.yaml"
+    config = load(example)
+    assert [(c.ranks, c.hosts[0].name) for c in config.clusters] == [(2, "localhost")] * 2
+    assert config.zipper[0].host == "localhost" and config.forwarders == 1
+
+
 def test_forwarders_override_needs_one_zipper():
     config = loads(OK + "zipper: [{host: z1}, {host: z2}]")
     with pytest.raises(ConfigError) as info:
@@ -326,7 +401,12 @@ def test_cli_reports_config_errors(tmp_path, capsys):
     path.write_text("zipper: [{hots: z}]\nclusters: {low: {ranks: 1}, high: {ranks: 1}}\n")
     assert main(["-c", str(path), "--dry-run", "python", "x.py"]) == 1
     assert capsys.readouterr().err == (
-        f"mmpi-run: {path}: zipper[0]: unknown key 'hots' (expected one of "
+        f"mmpi-run: {path}: zipper[0]: unknown key 'hots' (did you mean 'host'?)\n"
+    )
+    path.write_text("zipper: [{xyzzy: z}]\nclusters: {low: {ranks: 1}, high: {ranks: 1}}\n")
+    assert main(["-c", str(path), "--dry-run", "python", "x.py"]) == 1
+    assert capsys.readouterr().err == (  # nothing close: the keys it may be
+        f"mmpi-run: {path}: zipper[0]: unknown key 'xyzzy' (expected one of "
         "['cpus', 'forwarders', 'host', 'interfaces', 'wrapper'])\n"
     )
     assert main(["--high", "0", "--dry-run", "python", "x.py"]) == 1

@@ -316,8 +316,8 @@ def test_dry_run_shows_the_rank_map(capsys, tmp_path):
     ]
     path.write_text("clusters: {low: {ranks: 3, hosts: [a1]}, high: {ranks: 1}}\n")
     assert main(["-c", str(path), "--dry-run", "prog"]) == 1
-    assert capsys.readouterr().err == (
-        "mmpi-run: clusters.low: 3 ranks do not fit in 1 slots on [a1:1] "
+    assert capsys.readouterr().err == (  # named by its file, as the file's own errors are
+        f"mmpi-run: {path}: clusters.low: 3 ranks do not fit in 1 slots on [a1:1] "
         "(set oversubscribe: true to allow it)\n"
     )
 

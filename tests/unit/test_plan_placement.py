@@ -173,3 +173,27 @@ def test_slurm_hosts_are_placed_on_their_tasks(monkeypatch):
     assert "clusters.high: 4 ranks do not fit in 3 slots on [node01:2, node02:1]" in (
         error_of(clusters(high={"ranks": 4, "hosts": ["node01:2", "node02:1"]}))
     )
+
+
+def test_oversubscribing_has_a_bound_per_slot():
+    # the default job oversubscribes this (2-CPU) machine: 32 ranks per CPU, no more
+    assert [len(x.places) for x in plan_for(low=64, high=1).layouts] == [64, 1]
+    assert error_of(None, low=65) == (
+        "clusters.low: 65 ranks do not fit in 2 slots on [localhost:2], even oversubscribed: "
+        "at most 32 ranks per slot (more wait for a core far longer than they run)"
+    )
+    data = clusters(high={"ranks": 65, "hosts": ["n1", "n2"], "oversubscribe": True})
+    assert error_of(data).endswith("; give the hosts' slots, as n1:8")
+    data["clusters"]["high"].update(THESIS_NODE, placement="paired", ranks=16 * 32 + 1)
+    assert "ranks do not fit in 16 physical cores on [n1:8, n2:8], even oversubscribed: at " \
+           "most 32 ranks per physical core" in error_of(data)
+
+
+def test_a_huge_slot_count_is_placed_at_once():
+    # room is counted, not listed: a host of 10**20 slots places its 2 ranks as any other
+    data = clusters(low={"hosts": [f"big:{10**20}"]},
+                    high={"hosts": [{"name": "b2", "slots": 10**20, "sockets": 10**20,
+                                     "cores_per_socket": 10**20}], "placement": "paired"})
+    plan = plan_for(data)
+    assert hydra(plan, "low") == ("-hosts", "big:2")
+    assert places(plan, "high") == [("b2", 0, 0), ("b2", 1, 0)]

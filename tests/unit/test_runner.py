@@ -281,7 +281,7 @@ def test_cli_reports_a_launcher_that_cannot_start(capsys, tmp_path, monkeypatch)
     job.write_text(
         f"launcher: {{command: {missing}}}\nclusters: {{low: {{ranks: 1}}, high: {{ranks: 1}}}}\n"
     )
-    assert main(["-c", str(job), "python", "prog.py"]) == 1
+    assert main(["-c", str(job), "python", "-c", "pass"]) == 1  # a program that is there
     err = capsys.readouterr().err
     assert err.startswith("mmpi-run: cannot start forwarder 'fwd0': ")
     assert [p.name for p in tmp_path.iterdir()] == ["job.yaml"]  # rendezvous dir removed
