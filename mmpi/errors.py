@@ -69,7 +69,7 @@ class RootError(RankError):
 
 
 class CommError(UsageError):
-    """A communicator argument is not one (MPI.COMM_NULL, or one freed)."""
+    """A communicator argument is not one (MPI.COMM_NULL, one freed), or not to be freed."""
 
     mpi_error = "ERR_COMM"
 

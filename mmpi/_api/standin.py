@@ -4,7 +4,8 @@ Under mmpi-run `MPI.Comm`, `MPI.Group`, `MPI.Request`... name subclasses of mpi4
 accept both kinds of object: `isinstance` holds for mpi4py's objects too; a method called on
 the class (`MPI.Group.Compare(g1, g2)`, `MPI.Request.Wait(req)`) runs the object's own method,
 native or bridged; and mpi4py's objects still pickle, although `mpi4py.MPI.Comm` now names
-the stand-in (pickle checks that a class is found under its name).
+the stand-in (pickle checks that a class is found under its name). `document` gives them
+mpi4py's docstrings.
 """
 
 from __future__ import annotations

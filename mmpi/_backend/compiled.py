@@ -17,6 +17,8 @@ The C files, one concern each (each names the Python reference it follows):
   cdirect.c the lane `alltoall_blocks`: a blocking Alltoall of large blocks (_collectives/
             direct.py)
   cgate.c   `Gate`: the progress thread's gate (python.Gate)
+  capi.c    `wrap_capi`: mpi4py's C API (PyMPIComm_Get, PyMPIComm_New) asking the bridge
+            first, for C extensions handed a bridged communicator (_runtime/facade.py)
 The wire's constants come from one header, mmpi/wire/mmpi_wire.h, held against
 wire/protocol.py by tests/unit/test_wire_header.py.
 """
@@ -47,6 +49,11 @@ class CompiledBackend:
     def link(self, comm) -> int:
         """A link is the intercommunicator's handle."""
         return comm.handle
+
+
+def extension():
+    """The extension module itself where it loads (its C API wrapper serves every backend)."""
+    return _ext
 
 
 def backend() -> CompiledBackend | None:

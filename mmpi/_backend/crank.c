@@ -432,6 +432,7 @@ static PyObject *wait_link(PyObject *self, PyObject *args) {
 PyObject *small_coll(PyObject *self, PyObject *args); /* ccoll.c */
 PyObject *alltoall_blocks(PyObject *self, PyObject *args); /* cdirect.c */
 PyObject *recv_setup(PyObject *self, PyObject *args); /* cpost.c */
+PyObject *capi_wrap(PyObject *self, PyObject *args);  /* capi.c */
 extern PyTypeObject ReceiverType, SenderType;         /* cpost.c */
 extern PyTypeObject FrontType;                        /* cfront.c */
 extern PyTypeObject GateType;                         /* cgate.c */
@@ -454,6 +455,9 @@ static PyMethodDef methods[] = {
      "recv_setup(Op, template, Posted, BridgedRequest, Request, _engine.op module, plain types, "
      "ANY_SOURCE, ANY_TAG, SENT): what Receiver.post and Sender.post make, once per "
      "process (cpost.c)."},
+    {"wrap_capi", capi_wrap, METH_VARARGS,
+     "wrap_capi(get, new, resolve_get, resolve_new): mpi4py's PyMPIComm_Get and "
+     "PyMPIComm_New capsules, wrapped to ask mmpi first (capi.c)."},
     {"reap", reap, METH_NOARGS, "reap(): forget completed sends; True once none is left."},
     {"pending", pending, METH_NOARGS, "pending(): sends not known to be complete."},
     {"wait_ops", wait_ops, METH_VARARGS,

@@ -5,6 +5,8 @@ objects, so code that never touches the bridge behaves as before. They differ wh
 object is involved: `MPI.Intracomm(comm)` of a bridged communicator is a bridged communicator;
 windows and files on a communicator across the zipper say that they are not bridged, and on
 one inside a cluster use its native communicator; `Attach_buffer` sizes buffered sends.
+`_handleof`, `_addressof` and mpi4py's C API (`capi_table`, with capi.c) give a bridged
+communicator's native handle where one exists, and raise NotBridged where none does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .._api.intercomm import Intercomm as BridgedIntercomm
 from .._api.p2p_methods import attached
 from .._api.prequest import Prequest
 from .._api.standin import StandIn, dispatch_unbound, pickle_natively
+from .._backend import compiled as _compiled
 from .._engine.buffers import as_view
 from .._io.file import open_across
 from .._rma.window import create_across
@@ -392,11 +395,10 @@ def capi_table() -> dict:
     mpi4py's own where the compiled wrappers were not built (no C compiler at install).
     """
     table = dict(MPI.__pyx_capi__)
-    try:
-        from . import _capi  # type: ignore[attr-defined]
-    except ImportError:
+    ext = _compiled.extension()
+    if ext is None:
         return table
-    table["PyMPIComm_Get"], table["PyMPIComm_New"] = _capi.wrap(
+    table["PyMPIComm_Get"], table["PyMPIComm_New"] = ext.wrap_capi(
         table["PyMPIComm_Get"], table["PyMPIComm_New"], _capi_get, _capi_new)
     return table
 

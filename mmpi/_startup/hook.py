@@ -7,6 +7,7 @@ so Python processes of the job that never use MPI are left alone.
 
 With the hook off (`bridge=False`), importing mpi4py.MPI before mmpi has is refused: that rank
 would run in a world of its own cluster only, and the job would "succeed" as two.
+`rc_option` reads mpi4py's options (`mpi4py.rc`) as mpi4py's module does at import.
 """
 
 from __future__ import annotations

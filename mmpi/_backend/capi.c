@@ -2,7 +2,8 @@
  *
  * A C extension written for mpi4py (`import_mpi4py()`, then `PyMPIComm_Get(obj)`) imports
  * `mpi4py.MPI`, which is mmpi's namespace under mmpi-run, and takes its functions from that
- * module's `__pyx_capi__` (facade.capi_table). This module wraps two of mpi4py's own:
+ * module's `__pyx_capi__` (_runtime/facade.py's capi_table), whose functions come from here
+ * (the extension's `wrap_capi`, crank.c's module table). It wraps two of mpi4py's own:
  *
  *   PyMPIComm_Get(obj)  first asks `resolve_get(obj)` for the object whose handle C code may
  *                       have: the argument itself, or the native communicator that stands for
@@ -41,16 +42,16 @@ static PyObject *comm_new(MPI_Comm handle) {
     return out;
 }
 
-/* wrap(get capsule, new capsule, resolve_get, resolve_new) -> (get capsule, new capsule):
+/* wrap_capi(get capsule, new capsule, resolve_get, resolve_new) -> (get, new capsules):
  * capsules of the same signatures (their names are mpi4py's, which are the signatures). */
-static PyObject *wrap(PyObject *self, PyObject *args) {
+PyObject *capi_wrap(PyObject *self, PyObject *args) {
     PyObject *get, *new, *rg, *rn;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!OO:wrap", &PyCapsule_Type, &get, &PyCapsule_Type, &new,
+    if (!PyArg_ParseTuple(args, "O!O!OO:wrap_capi", &PyCapsule_Type, &get, &PyCapsule_Type, &new,
                           &rg, &rn))
         return NULL;
     if (native_get) {
-        PyErr_SetString(PyExc_RuntimeError, "mmpi._runtime._capi.wrap: called twice");
+        PyErr_SetString(PyExc_RuntimeError, "mmpi._backend._compiled.wrap_capi: called twice");
         return NULL;
     }
     const char *get_name = PyCapsule_GetName(get), *new_name = PyCapsule_GetName(new);
@@ -68,18 +69,3 @@ static PyObject *wrap(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", PyCapsule_New((void *)comm_get, get_name, NULL),
                          PyCapsule_New((void *)comm_new, new_name, NULL));
 }
-
-static PyMethodDef methods[] = {
-    {"wrap", wrap, METH_VARARGS,
-     "wrap(get, new, resolve_get, resolve_new)\n\nmpi4py's PyMPIComm_Get and PyMPIComm_New "
-     "capsules, wrapped to ask mmpi first."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_capi",
-    "mpi4py's C API for communicators, as the bridged namespace hands it out.", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__capi(void) { return PyModule_Create(&module); }
