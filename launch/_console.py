@@ -12,7 +12,10 @@ one that says what went wrong. So, unless ``--verbose``:
 - a process whose stream carries on with ordinary output after held lines survived them (a
   program that printed a traceback and went on): its held lines are shown first, in order;
 - at the end the runner shows the held lines of the cause (`show`) and drops the rest (they
-  are in the log), or shows everything still held if the job succeeded (`release`).
+  are in the log), or shows everything still held if the job succeeded (`release`). The
+  cause's traceback is shown without the frames inside mmpi (where the error was raised for
+  the program's call says nothing to its author) and without its last line when the
+  runner's report quotes that line already.
 
 Rule: nothing is ever lost: a line is either shown or logged, and logged lines are all lines.
 """
@@ -35,6 +38,9 @@ Source = tuple[str, "int | None"]  # (job name, local rank or None for the job's
 _TRACEBACK = "Traceback (most recent call last):"
 # A SyntaxError in the program itself comes without that header: its first line is the frame.
 BARE_FRAME = re.compile(r'  File ".*", line \d+')
+_FRAME = re.compile(r'  File "(.*)", line \d+')
+# Frames in these files are mmpi's own (the ranks run the mmpi that mmpi-run is part of).
+_INTERNAL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mmpi", "")
 _CHAINED = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -138,13 +144,18 @@ class Console:
             self._to_log(line)
             self._show("stderr", line)
 
-    def show(self, source: Source) -> None:
-        """Show what `source` (the cause) has held back but the launchers' notices."""
+    def show(self, source: Source, omit: str | None = None) -> None:
+        """Show what `source` (the cause) has held back but the launchers' notices.
+
+        Not the frames inside mmpi, nor a line equal to `omit` (the exception line that the
+        report has just quoted).
+        """
         with self._lock:
             for (src, stream), state in sorted(self._streams.items(), key=_first_held):
                 if src == source:
-                    kept = [x for x in state.held if not (x[3] or _BANNER.fullmatch(x[2]))]
-                    self._flush(stream, [x for x in kept if not _ABORT.match(x[2])])
+                    kept = [x for x in _user_frames(state.held) if not (
+                        x[3] or _BANNER.fullmatch(x[2]) or _ABORT.match(x[2]) or x[2] == omit)]
+                    self._flush(stream, kept)
                     state.held.clear()
 
     def release(self) -> None:
@@ -218,6 +229,20 @@ def keep_log(path: Path, directory: str | os.PathLike[str] | None) -> Path | Non
                 break
             return dest.resolve() if where == Path(directory) else dest
     return None
+
+
+def _user_frames(held: list[tuple[int, str, str, bool]]) -> list[tuple[int, str, str, bool]]:
+    """`held` without the traceback frames in mmpi's own files (each with its source lines)."""
+    kept, inside = [], False
+    for item in held:
+        text = item[2]
+        if m := _FRAME.match(text):
+            inside = m[1].startswith(_INTERNAL)
+        elif not (inside and text.startswith("    ")):  # a frame's source line, its markers
+            inside = False
+        if not inside:
+            kept.append(item)
+    return kept
 
 
 def _first_held(item: tuple[tuple[Source, str], _Stream]) -> int:

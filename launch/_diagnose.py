@@ -22,9 +22,14 @@ them from their own words:
   call that failed (pointers left out) and the innermost entry, which names the error.
 
 Rule: a failure's *directness* decides the order (something done to or by the process itself,
-then a crash, then a failure explained by the loss of another process); ties go to the job that
-exited first, then to clusters before forwarders. The first one is reported as the cause, the
-other failed jobs after it, and every other rank that failed in one line.
+then a crash, then a failure explained by the loss of another process); ties go to the rank that
+said first that it fails (the rank watch hears each rank's "abort" before its MPI_Abort), then
+to the job that exited first, then to clusters before forwarders. Within one job too: a rank
+that raised RankGone because another left is never the cause while that other's own words are
+there. A rank of a job still running when mmpi-run stopped it (its cluster's mpiexec slower to
+report than the others) counts by its words like any other. The first one is reported as the
+cause, the other failed jobs after it, and every other rank that failed in one line; a message
+is given in full once (the others' same words, and the recap, name only the exception).
 A process killed by signal N gives mmpi-run's status 128 + N, as in the shell (Hydra's own
 exit status is N); a forwarder that failed otherwise gives ``_status.NOT_BRIDGED``.
 No I/O here (the pid files are read by `hygiene.read_pids`), so it is unit-tested on text.
@@ -35,8 +40,8 @@ from __future__ import annotations
 import re
 import signal
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from . import _status
 from ._console import BARE_FRAME
@@ -183,6 +188,7 @@ class JobEnd:
     first_vrank: int = 0
     order: int = 0  # when it was seen to end, among the failures
     vranks: tuple[int, ...] = ()  # of each local rank, under a rank map (else from first_vrank)
+    running: bool = False  # still running when mmpi-run stopped it (its ranks may have failed)
 
     @property
     def job(self) -> str:
@@ -201,12 +207,14 @@ class Finding:
     short: str  # for the recap: "rank 2 (high:0) was killed by signal 9"
     status: int = 1  # mmpi-run's exit status if this is the cause
     rank: tuple[str, int] | None = None  # (cluster, local rank) when a rank is named
+    said: str | None = None  # the exception line the rank printed, when `what` quotes it
 
     @property
     def sentence(self) -> str:
         """The whole report line, naming the process and, if different, its job."""
         text = f"{self.who} {self.what}"
-        if self.who.startswith(self.end.job):  # the job is the process: nothing to add
+        # the job is the process, or it was still running (mmpi-run stopped it): nothing to add
+        if self.who.startswith(self.end.job) or self.end.running:
             return text
         return f"{text}; {self.end.job} {self.end.how}"
 
@@ -229,10 +237,7 @@ class RankEnd:
     @property
     def gist(self) -> str:
         """`what` without the message: "raised RankGone"."""
-        if self.what.startswith("raised "):
-            kind = self.what[len("raised ") :].split(":", 1)[0]
-            return f"raised {kind.rsplit('.', 1)[-1]}"
-        return self.what
+        return _gist(self.what)
 
 
 @dataclass(frozen=True)
@@ -255,17 +260,19 @@ class Report:
     @property
     def others_line(self) -> str:
         """One line for every other rank that failed: the first in full, the rest in short."""
-        first, rest = self.others[0], self.others[1:]
         n = len(self.others)
         why = "as a consequence" if all(r.consequence for r in self.others) else "too"
         other = " other" if self.cause.rank is not None else ""
-        line = f"{n}{other} rank{'s' if n > 1 else ''} failed {why}: {first.who} {first.what}"
+        line = f"{n}{other} rank{'s' if n > 1 else ''} failed {why}: "
+        # The first in full, unless it said what the cause said (given once is enough).
+        first = self.others[0]
+        full = first.what != self.cause.what
         gists: dict[str, list[str]] = {}
-        for r in rest:
+        for r in self.others[1:] if full else self.others:
             gists.setdefault(r.gist, []).append(r.who)
-        for gist, who in gists.items():
-            line += f"; {', '.join(who)} {gist}"
-        return line
+        parts = [f"{first.who} {first.what}"] if full else []
+        parts += [f"{', '.join(who)} {gist}" for gist, who in gists.items()]
+        return line + "; ".join(parts)
 
     @property
     def status(self) -> int:
@@ -289,31 +296,49 @@ def diagnose(
     *,
     stopped: Sequence[JobEnd] = (),
     forwarder_states: Mapping[int, str | None] | None = None,
+    failing: Sequence[tuple[str, int]] = (),
 ) -> Report:
     """Explain the failed jobs `ends` (at least one) and pick the cause.
 
     `stopped` are the jobs still running when the failure was seen (their ranks may have
     failed too). `forwarder_states` maps a forwarder's index to its process state letter
-    (None: gone), for the forwarders the ranks say they lost.
+    (None: gone), for the forwarders the ranks say they lost. `failing` are (cluster, local
+    rank) of the ranks in the order they said they fail (the rank watch's "abort").
     """
     if not ends:
         raise ValueError("diagnose: no failed job")
-    findings = [_explain(end, pids) for end in ends]
+    said_first: dict[tuple[str, int], int] = {}
+    for rank in failing:
+        said_first.setdefault(rank, len(said_first))
+
+    def first(rank: tuple[str, int] | None) -> int:
+        return said_first.get(rank, len(said_first)) if rank is not None else len(said_first)
+
+    findings = [_explain(end, pids, first) for end in ends]
+    # A job still running may hold the cause: its mpiexec reports later than the others'.
+    for end in stopped:
+        if end.role == CLUSTER and end.evidence is not None:
+            end = replace(end, order=len(ends))  # after those that ended, should all else tie
+            if (said := _said(end, end.evidence, pids, first)) is not None:
+                findings.append(said)
     findings += _lost_forwarders(ends, stopped, pids, forwarder_states or {})
     ranked = sorted(
         findings,
-        key=lambda f: (f.directness, f.end.order, f.end.role != CLUSTER),
+        key=lambda f: (f.directness, first(f.rank), f.end.order, f.end.role != CLUSTER),
     )
     cause = ranked[0]
     return Report(cause, tuple(ranked[1:]), _other_ranks([*ends, *stopped], ranked, pids))
 
 
-def _explain(end: JobEnd, pids: Pids) -> Finding:
+First = Callable[["tuple[str, int] | None"], int]  # a rank's place in the order of failing
+
+
+def _explain(end: JobEnd, pids: Pids, first: First) -> Finding:
     ev = end.evidence
     if ev is None:
         return Finding(end, end.job, end.how, UNKNOWN, f"{end.job} {end.how}", end.status)
     if end.role == CLUSTER:
-        return _explain_cluster(end, ev, pids)
+        return _explain_cluster(end, ev, pids, first)
     return _explain_forwarder(end, ev, pids)
 
 
@@ -324,38 +349,39 @@ def _vrank(end: JobEnd, local: int, pids: Pids) -> int:
     return end.vranks[local] if local < len(end.vranks) else end.first_vrank + local
 
 
-def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
+def _rank_names(end: JobEnd, pids: Pids, local: int, pid: int | None = None) -> tuple[str, str]:
+    """A rank of `end` as a report names it: with its pid (when known), and without."""
+    known = pids.ranks.get((end.name, local))
+    short = f"rank {_vrank(end, local, pids)} ({end.name}:{local})"
+    pid = pid if pid is not None else (known[0] if known else None)
+    return (f"{short[:-1]}, pid {pid})" if pid else short), short
+
+
+def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids, first: First) -> Finding:
     c = end.name
 
-    def rank(local: int, pid: int | None = None) -> tuple[str, str, int]:
-        known = pids.ranks.get((c, local))
-        vrank = _vrank(end, local, pids)
-        pid = pid if pid is not None else (known[0] if known else None)
-        short = f"rank {vrank} ({c}:{local})"
-        return (f"rank {vrank} ({c}:{local}, pid {pid})" if pid else short), short, local
-
-    def finding(
-        who: tuple[str, str, int | None], what: str, directness: int, status: int = end.status
-    ) -> Finding:
-        at = None if who[2] is None else (c, who[2])
-        return Finding(end, who[0], what, directness, f"{who[1]} {what}", status, at)
+    def finding(local: int | None, what: str, directness: int, status: int = end.status,
+                pid: int | None = None, who: str | None = None) -> Finding:
+        if local is None:
+            assert who is not None
+            return Finding(end, who, what, directness, f"{who} {what}", status)
+        full, short = _rank_names(end, pids, local, pid)
+        return Finding(end, full, what, directness, f"{short} {_gist(what)}", status, (c, local))
 
     # A rank that reported losing the forwarder is a consequence, whatever it did next.
     lost = ev.lost_forwarder
-    # 1. Hydra's banner: the first process of the job that ended badly, by pid.
+    # 1. Hydra's banner: the first process of the job that ended badly, by pid - unless the
+    # ranks' own words say more (an exception, sys.exit: the banner says only "exit code 1").
     if ev.banner_pid is not None:
         owner = pids.rank_of(ev.banner_pid, c)
         local: int | None = owner[1] if owner else ev.rank_pids.get(ev.banner_pid)
+        if ev.banner_signal is None and (said := _said(end, ev, pids, first)) is not None:
+            # Its own words (a rank that failed before joining the bridge has no pid file),
+            # or a cluster-mate's when its own say that another failed first.
+            if (local is None or said.rank == (c, local)
+                    or (local in _rank_words(ev) and _directness(ev, local) == CONSEQUENCE)):
+                return said
         status = end.status
-        if local is not None:
-            who = rank(local, ev.banner_pid)
-        elif ev.banner_signal is None and (said := _first_words(ev)):
-            # A rank that failed before joining the bridge has no pid file: its own words.
-            local, what = said
-            return finding(rank(local), what, _directness(ev, local))
-        else:
-            pid = f"pid {ev.banner_pid} on {ev.banner_host}"
-            who = (f"a rank of {end.job} ({pid})", f"a rank of {end.job} ({pid})", None)
         if ev.banner_signal is not None:
             what = f"was killed by {_signal_name(ev.banner_signal)}"
             directness = DIRECT if ev.banner_signal in _SENT_SIGNALS else CRASH
@@ -366,19 +392,41 @@ def _explain_cluster(end: JobEnd, ev: Evidence, pids: Pids) -> Finding:
         if local in lost or (local is None and lost):
             directness = CONSEQUENCE
             what += " after losing the forwarder"
-        return finding(who, what, directness, status)
+        if local is not None:
+            return finding(local, what, directness, status, ev.banner_pid)
+        who = f"a rank of {end.job} (pid {ev.banner_pid} on {ev.banner_host})"
+        return finding(None, what, directness, status, who=who)
     # 2.-3. MPI_Abort (mmpi's except or exit hook), a traceback, an exit message.
-    if said := _first_words(ev):
-        local, what = said
-        return finding(rank(local), what, _directness(ev, local))
+    if (said := _said(end, ev, pids, first)) is not None:
+        return said
     directness = CONSEQUENCE if lost else UNKNOWN
     return Finding(end, end.job, end.how, directness, f"{end.job} {end.how}", end.status)
 
 
-def _first_words(ev: Evidence) -> tuple[int, str] | None:
-    """The first rank (lowest local rank) that said why it failed, and what it said."""
+def _said(end: JobEnd, ev: Evidence, pids: Pids, first: First) -> Finding | None:
+    """The rank of `end` whose own words name the cause, if any rank said why it failed.
+
+    The most direct (not one that says another process failed first), then the first to say
+    it fails (`first`), then the lowest local rank.
+    """
     said = _rank_words(ev)
-    return min(said.items()) if said else None
+    if not said:
+        return None
+    local = min(said, key=lambda r: (_directness(ev, r), first((end.name, r)), r))
+    what = said[local]
+    full, short = _rank_names(end, pids, local)
+    status = end.status if not end.running else _words_status(ev, local)
+    text = ev.exceptions.get(local) if what.startswith("raised ") else None
+    return Finding(end, full, what, _directness(ev, local), f"{short} {_gist(what)}", status,
+                   (end.name, local), text)
+
+
+def _words_status(ev: Evidence, local: int) -> int:
+    """The status a rank's own words give its job (its job was stopped before it could)."""
+    if local in ev.exits:
+        code = ev.exits[local].removeprefix("sys.exit(").removesuffix(")")
+        return (int(code) % 256 or 1) if code.lstrip("-").isdigit() else 1
+    return ev.aborts.get(local, 1) % 256 or 1
 
 
 def _rank_words(ev: Evidence) -> dict[int, str]:
@@ -509,6 +557,14 @@ def _with_stack(text: str, stack: Sequence[tuple[str, str]]) -> str:
     if messages and messages[-1] != call:
         parts.append(messages[-1])
     return ": ".join(parts)
+
+
+def _gist(what: str) -> str:
+    """What a process did, without the message: "raised RankGone" (the rest as it is)."""
+    if what.startswith("raised "):
+        kind = what[len("raised ") :].split(":", 1)[0]
+        return f"raised {kind.rsplit('.', 1)[-1]}"
+    return what
 
 
 def _signal_name(signum: int, status: int | None = None) -> str:

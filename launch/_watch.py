@@ -16,7 +16,8 @@ Rules:
   held.
 - A rank about to call MPI_Abort (mmpi's except and exit hooks) says so first. It, and every
   rank that leaves after such a notice (Hydra kills an aborting rank's cluster-mates), is left
-  to Hydra's report, which says why; only departures before any abort count.
+  to Hydra's report, which says why; only departures before any abort count. The order of
+  the notices is kept (`failing`): of two ranks that raised, the first to say so is the cause.
 - A rank whose program has finished says "done" as it starts to finalize: a cluster all of
   whose ranks said so can fail only as a consequence of another (`finished_clusters`), so the
   runner need not wait for it to fail by itself.
@@ -41,7 +42,7 @@ from mmpi.wire import proof
 from mmpi.wire import rendezvous as R
 from mmpi.wire import watch as W
 
-from ._diagnose import CRASH, Report
+from ._diagnose import CONSEQUENCE, CRASH, Report
 from .plan import Plan
 
 SOCKET_NAME = "watch.sock"
@@ -133,6 +134,7 @@ class RankWatch:
         self._thread: threading.Thread | None = None
         self._secret = ""
         self._abort_seen = False  # some rank said it calls MPI_Abort
+        self._failing: list[tuple[str, int]] = []  # (cluster, local) of those, in that order
         self._done: set[tuple[str, int]] = set()  # (cluster, local) of ranks that said "done"
 
     def start(self) -> None:
@@ -167,6 +169,11 @@ class RankWatch:
         """
         with self._lock:
             return list(self._departed)
+
+    def failing(self) -> list[tuple[str, int]]:
+        """(cluster, local rank) of the ranks that said they call MPI_Abort, first first."""
+        with self._lock:
+            return list(self._failing)
 
     def finished_clusters(self) -> set[str]:
         """The clusters every rank of which has finished its program ("done").
@@ -280,6 +287,9 @@ class RankWatch:
                 return
             elif line + b"\n" == W.ABORT:
                 conn.aborting = self._abort_seen = True
+                if conn.rank[0] != W.FORWARDER:
+                    with self._lock:
+                        self._failing.append(conn.rank[:2])
             elif line + b"\n" == W.DONE and conn.rank[0] != W.FORWARDER:
                 with self._lock:
                     self._done.add(conn.rank[:2])
@@ -334,8 +344,13 @@ def explain(departures: list[Departure], report: Report,
     watch saw leave *after* another: when a rank ends without finalizing, Hydra kills its
     cluster-mates and its banner names one of them ("rank 0 was killed by signal 9").
     Otherwise the first departure is the cause, and the rest follow it.
+    A departure the report explains as a consequence (a forwarder that says it lost a rank)
+    is no cause, whenever it was seen: a SIGKILLed process's sockets close only once its
+    memory is freed, which on a busy machine can be after the forwarder that lost it aborted.
     """
     as_is = report.lines, report.status, report.headline, shown
+    explained = [f.who for f in report.consequences if f.directness == CONSEQUENCE]
+    departures = [d for d in departures if not any(d.named_in(who) for who in explained)]
     if not departures:
         return as_is
     cause = report.cause

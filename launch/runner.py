@@ -187,6 +187,8 @@ def _shut_down(
                     # Let a failed job's last words (a traceback, Hydra's banner) come first:
                     # they are also the evidence for the diagnosis.
                     failure.job.join_readers(0.5)
+            shown: tuple[str, int | None] | None = None
+            said = None
             if failures[0].job is None:  # interrupted: nobody's fault
                 lines, status, headline = [failures[0].what], failures[0].status, failures[0].what
                 others = "all jobs"
@@ -198,6 +200,7 @@ def _shut_down(
                     pids,
                     stopped=[_still_running(j) for j in running],
                     forwarder_states=states,
+                    failing=watch.failing() if watch is not None else (),
                 )
                 cause = report.cause
                 shown = (cause.end.name, cause.rank[1] if cause.rank else None)
@@ -206,11 +209,15 @@ def _shut_down(
                     lines, status, headline, shown = rank_watch.explain(
                         watch.departed(), report, shown
                     )
+                # the exception line the cause's traceback ends with, if the report quotes it
+                said = cause.said if lines[0] == report.lines[0] else None
                 others = "the other jobs"
-                output.show(shown)
-            for line in lines[:-1]:
-                output.message(line)
-            output.message(lines[-1] + (f"; stopping {others}" if running else ""))
+            # The cause first, then where it happened (its own traceback), then the rest.
+            for i, line in enumerate(lines):
+                last = i == len(lines) - 1
+                output.message(line + (f"; stopping {others}" if last and running else ""))
+                if i == 0 and shown is not None:
+                    output.show(shown, omit=said)
     finally:
         # A stopped forwarder would hold its mpiexec up until SIGKILL: end it first.
         for pid in pids.forwarders.values():
@@ -240,7 +247,7 @@ def _still_running(job: Job) -> JobEnd:
     launch = job.launch
     return JobEnd(
         launch.name, launch.role, 0, "was stopped", job.evidence, launch.first_vrank,
-        vranks=launch.vranks,
+        vranks=launch.vranks, running=True,
     )
 
 

@@ -44,6 +44,8 @@ from .p2p import PointToPoint
 _BYTE = MPI.BYTE
 # How often a wait for the bridge checks that the forwarder is still heard from (polls).
 _ALIVE_EVERY = 16
+# Seconds a rank listens to a silent forwarder's link before it declares it lost (`alive`).
+_LISTEN = 0.1
 # A wait for native requests alone drains the bridge and checks liveness once per this many
 # seconds, and tests the requests this many times between two yields of the CPU: a test costs
 # a fraction of a yield, which on shared cores is a context switch (docs/performance.md,
@@ -316,9 +318,35 @@ class Engine:
             backoff.idle()
 
     def alive(self, since: float) -> None:
-        """Raise ForwarderLost if a forwarder has been silent too long in a wait since `since`."""
+        """Raise ForwarderLost if a forwarder has been silent too long in a wait since `since`.
+
+        Silence is what listening finds: before the verdict the links are looked at once
+        more (`_listen`), so that a long step of this rank's own inside the wait (posting the
+        many chunk receives of a large message, say) counts for nothing: the forwarder's
+        heartbeats queued meanwhile, unread.
+        """
         if time.monotonic() - max(min(self.heard), since) > self.lost_after:
-            self._lost()
+            self._listen(since)
+            if time.monotonic() - max(min(self.heard), since) > self.lost_after:
+                self._lost()
+
+    def _listen(self, since: float) -> None:
+        """Probe the control link of each silent forwarder for a while: anything there is life.
+
+        A probe takes nothing: what it sees is drained as usual. Only the control link, which
+        every drain empties: the data link may hold a chunk nobody has received.
+        """
+        deadline = time.monotonic() + _LISTEN
+        while True:
+            now = time.monotonic()
+            quiet = [i for i in range(self.nfwd)
+                     if now - max(self.heard[i], since) > self.lost_after]
+            if not quiet or now > deadline:
+                return
+            for i in quiet:
+                if self.links[i][0].Iprobe(0, MPI.ANY_TAG):  # the forwarder: rank 0 there
+                    self.heard[i] = time.monotonic()
+            yield_cpu()
 
     def test(self, ready: Callable[[], bool]) -> bool:
         """For a test (Test, Iprobe, ...): whether `ready()` holds, progressing once if need be.

@@ -24,6 +24,13 @@ Rule 5: Fence: each rank learns how many operations of the epoch target it (a re
         sends a note to each origin, Start waits for them; Complete sends one to each target
         after its operations and waits for the target's acknowledgement (so a target's Test
         after any later synchronisation sees it), Wait serves until every origin's has come.
+Rule 6: an operation another rank asked for that is wrong here (bytes outside a dynamic
+        window's attached memory) is served all the same - counted for its Fence, a fetch
+        answered with the error - and its error raised by the synchronisation on this rank
+        that ends the operation's epoch (the origin's too, for a fetch). Served inside
+        whatever call of this rank made progress (another collective, an earlier Fence for
+        an operation of the next epoch), it must not end that call: the rank would leave its
+        peers waiting for ever in a collective it left halfway or skipped.
 """
 
 from __future__ import annotations
@@ -32,17 +39,19 @@ from collections import deque
 
 import numpy as np
 
+from .. import errors
 from .._api.message import Message
 from .._api.request import BridgedRequest
 from .._engine import buffers as _buffers
 from .._engine.op import PENDING, SENT
 from .._startup.native import MPI
-from ..errors import NotBridged, RankError, UsageError
+from ..errors import MMPIError, NotBridged, RankError, UsageError
 from . import targets as _rma
 from .regions import Regions
 
 T_REQ, T_REPLY, T_POST = 1, 2, 3  # T_POST: Post's note to an origin (Rule 5)
 _NO_EPOCH = -1  # operations of a passive-target epoch: no Fence counts them
+_REFUSED = "mmpi-refused"  # a reply that is a target's error: (_REFUSED, class name, text)
 
 
 def create_across(comm, memory, disp_unit: int, flavor: int) -> BridgedWin:
@@ -89,6 +98,8 @@ class BridgedWin(MPI.Win):
         self._targets: list[int] = []
         self._locked: set[int] = set()  # targets of this rank's passive (or PSCW) epochs
         self._serving = False
+        # The first error in an operation another rank asked of this one (Rule 6)
+        self._fault: Exception | None = None
         self._outbox: list = []  # sends not known to be complete (Rule 1)
         self._engine = comm._core.engine
         # what _serve looks for, worked out once: it runs on every progress of the bridge
@@ -112,7 +123,7 @@ class BridgedWin(MPI.Win):
                 found = ctx.queues.peek(self._any, self._req)
                 if found is None:
                     break
-                self._apply(found.source, Message(p2p.take(ctx, found), p2p, True).recv())
+                self._take(found.source, Message(p2p.take(ctx, found), p2p, True).recv())
                 did = True
         finally:
             self._serving = False
@@ -128,9 +139,34 @@ class BridgedWin(MPI.Win):
 
     def _reply(self, to: int, what) -> None:
         if to == self._rank:  # to itself: handed over at once, in order (Rule 4)
-            self._expect[to].popleft()(what)
+            handle = self._expect[to].popleft()
+            if not (isinstance(what, tuple) and what[:1] == (_REFUSED,)):  # (kept by _take)
+                handle(what)
         else:
             self._post(what, to, T_REPLY)
+
+    def _take(self, source: int, req: tuple) -> None:
+        """Apply a request of `source`'s; an error in it is kept for later (Rule 6).
+
+        A fetch is answered with the error, for its origin to raise.
+        """
+        try:
+            self._apply(source, req)
+        except MMPIError as exc:
+            self._fault = self._fault or exc
+            kind = req[0]
+            if kind in ("put", "get", "acc", "cas") and req[1] != _NO_EPOCH:
+                self._served[req[1]] = self._served.get(req[1], 0) + 1  # done with, all the same
+            if kind in ("get", "cas") or (kind == "acc" and req[7]):
+                # its origin waits for a reply: the error, by name (a bridged rank's error
+                # classes are twins that pickle does not find)
+                self._reply(source, (_REFUSED, type(exc).__name__, str(exc)))
+
+    def _raise_fault(self) -> None:
+        """Raise the error kept by `_take`, once."""
+        fault, self._fault = self._fault, None
+        if fault is not None:
+            raise fault
 
     def _apply(self, source: int, req: tuple) -> None:
         kind = req[0]
@@ -197,7 +233,7 @@ class BridgedWin(MPI.Win):
                 self._shared += 1
             self._reply(source, "granted")
             for later in self._waiting.pop(source, ()):
-                self._apply(source, later)
+                self._take(source, later)
 
     def _wait_served(self, done) -> None:
         def poll():
@@ -217,7 +253,11 @@ class BridgedWin(MPI.Win):
             return
         while expect:
             got = self._comm.recv(source=target, tag=T_REPLY)
-            expect.popleft()(got)
+            handle = expect.popleft()
+            if isinstance(got, tuple) and got[:1] == (_REFUSED,):  # the target's error
+                self._fault = self._fault or getattr(errors, got[1], UsageError)(got[2])
+            else:
+                handle(got)
 
     def _send(self, target: int, req: tuple) -> None:
         if target == self._rank:
@@ -357,6 +397,7 @@ class BridgedWin(MPI.Win):
         """Get, as a request (complete when it returns: the data is waited for here)."""
         self.Get(origin, target_rank, target)
         self._drain(target_rank)
+        self._raise_fault()
         return BridgedRequest.of(SENT)
 
     def Raccumulate(self, origin, target_rank: int, target=None, op=MPI.SUM):
@@ -368,6 +409,7 @@ class BridgedWin(MPI.Win):
         """Get_accumulate, as a request (complete when it returns)."""
         self.Get_accumulate(origin, result, target_rank, target, op)
         self._drain(target_rank)
+        self._raise_fault()
         return BridgedRequest.of(SENT)
 
     # -- the window itself ------------------------------------------------------------
@@ -383,6 +425,7 @@ class BridgedWin(MPI.Win):
         self._comm = None
         comm.Free()
         self._own.Free()
+        self._raise_fault()
 
     free = Free
 
@@ -400,9 +443,12 @@ class BridgedWin(MPI.Win):
         self._served.pop(epoch, None)
         self._sent = [0] * self._size
         self._epoch += 1
+        fault, self._fault = self._fault, None  # this epoch's; the early ones' are the next's
         early, self._early = self._early, []
         for source, req in early:
-            self._apply(source, req)
+            self._take(source, req)
+        if fault is not None:
+            raise fault
 
     def Lock(self, rank: int, lock_type: int = MPI.LOCK_EXCLUSIVE, assertion: int = 0):
         """Start a passive-target epoch at `rank`.
@@ -425,6 +471,7 @@ class BridgedWin(MPI.Win):
         self._ask(rank, ("unlock",))
         self._drain(rank)
         self._locked.discard(rank)
+        self._raise_fault()
 
     def Lock_all(self, assertion: int = 0) -> None:
         """A shared lock at every rank."""
@@ -441,12 +488,14 @@ class BridgedWin(MPI.Win):
         for rank in range(self._size):
             self._drain(rank)
         self._locked = set()
+        self._raise_fault()
 
     def Flush(self, rank: int) -> None:
         """Every operation of this rank to `rank` applied there."""
         self._live("Flush")
         self._ask(rank, ("flush",))
         self._drain(rank)
+        self._raise_fault()
 
     Flush_local = Flush
 
@@ -498,12 +547,14 @@ class BridgedWin(MPI.Win):
         for rank in self._targets:
             self._drain(rank)
         self._targets, self._locked = [], set()
+        self._raise_fault()
 
     def Wait(self) -> None:
         """End the exposure epoch Post began: every origin's operations applied."""
         self._live("Wait")
         self._wait_served(lambda: self._completes >= self._origins)
         self._origins = self._completes = 0
+        self._raise_fault()
 
     def Test(self) -> bool:
         """Whether the exposure epoch is over (then ended, as Wait)."""
@@ -512,6 +563,7 @@ class BridgedWin(MPI.Win):
         if self._completes < self._origins:
             return False
         self._origins = self._completes = 0
+        self._raise_fault()
         return True
 
     # -- what the window shows of itself: memory, group, attributes, names ----------------

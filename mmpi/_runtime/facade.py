@@ -274,9 +274,8 @@ def native_of(comm, what: str):
         return comm
     core = comm._core
     if core.spans:
-        raise NotBridged(f"{what} on a communicator across the zipper is not bridged: "
-                         "shared-memory and dynamic windows need one cluster's communicator "
-                         "(e.g. from comm.Split_type(MPI.COMM_TYPE_SHARED))")
+        raise NotBridged(f"{what} on a communicator across the zipper is not bridged; on "
+                         "a communicator inside one cluster it is mpi4py's own")
     return core.coll.comm
 
 
@@ -305,6 +304,11 @@ class Win(MPI.Win, metaclass=StandIn):
     @classmethod
     def Allocate_shared(cls, size, disp_unit=1, info=MPI.INFO_NULL, comm=MPI.COMM_SELF):
         """Allocate a shared window (see mpi4py)."""
+        if isinstance(comm, _Bridged) and comm._core.spans:
+            raise NotBridged("Win.Allocate_shared on a communicator across the zipper is not "
+                             "bridged: two clusters share no memory; allocate it on one "
+                             "cluster's (e.g. from comm.Split_type(MPI.COMM_TYPE_SHARED)), or "
+                             "use Win.Allocate, which is bridged across")
         return MPI.Win.Allocate_shared(size, disp_unit, info,
                                        native_of(comm, "Win.Allocate_shared"))
 

@@ -101,3 +101,55 @@ def test_killed_forwarder_is_named_not_the_ranks_that_lost_it():
         r"mmpi-run: forwarder 'fwd0' \(pid \d+\) was killed by signal 9 \(SIGKILL, exit status 9\)",
         ours[0],
     ), out
+
+
+# -- the cause, named once ------------------------------------------------------------------------
+
+def _run_case(case: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run first_failure.py CASE on 2+2 ranks; return the process and mmpi-run's lines."""
+    cmd = [*mmpi_run_cmd(), "--low", "2", "--high", "2", sys.executable,
+           str(PROGS / "first_failure.py"), case]
+    with tempfile.TemporaryDirectory(prefix="mmpi-test-") as cwd:  # where the log is kept
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=cwd)
+    return p, [line for line in p.stderr.splitlines() if line.startswith("mmpi-run: ")]
+
+
+@pytest.mark.timeout(90)
+def test_a_truncated_receive_is_the_cause_not_the_ranks_it_left_waiting():
+    p, ours = _run_case("truncate")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    error = ("TruncationError: Recv on rank 3: message from rank 0 with tag 7 has 100 bytes but "
+             "the receive buffer holds only 10 (MPI_ERR_TRUNCATE)")
+    assert p.stderr.splitlines()[0] == ours[0], out  # the first line says what was wrong
+    cause = (r"mmpi-run: rank 3 \(high:1, pid \d+\) raised mmpi\.errors\." + re.escape(error)
+             + r"; cluster 'high' exited with status 1(; stopping the other jobs)?")
+    assert re.fullmatch(cause, ours[0]), out
+    assert p.stderr.count(error) == 1, out  # given once: not again in its traceback, nor recap
+    # its traceback shows where in the program, not the frames inside mmpi
+    assert '[high:1 v3]   File "' in p.stderr and "mmpi/_" not in p.stderr, out
+    assert "RankGone" not in ours[0], out
+
+
+@pytest.mark.timeout(90)
+def test_sys_exit_of_one_rank_is_the_cause_not_a_collective_it_left():
+    p, ours = _run_case("exit")
+    out = p.stdout + p.stderr
+    assert p.returncode == 3, out
+    assert re.fullmatch(r"mmpi-run: rank 3 \(high:1, pid \d+\) called sys\.exit\(3\); cluster "
+                        r"'high' exited with status 3(; stopping the other jobs)?", ours[0]), out
+    assert "Traceback" not in p.stderr, out  # a consequence's traceback is in the log only
+
+
+@pytest.mark.timeout(90)
+def test_an_error_every_rank_raised_is_said_once():
+    p, ours = _run_case("not-bridged")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert re.match(r"mmpi-run: rank \d \(\w+:\d, pid \d+\) raised mmpi\.errors\.NotBridged: "
+                    r"Win\.Allocate_shared on a communicator across the zipper is not bridged: "
+                    r"two clusters share no memory", ours[0]), out
+    assert p.stderr.count("two clusters share no memory") == 1, out
+    assert any(re.fullmatch(r"mmpi-run: 3 other ranks failed too: rank \d \(\w+:\d\), rank \d "
+                            r"\(\w+:\d\), rank \d \(\w+:\d\) raised NotBridged(; .*)?", line)
+               for line in ours), out

@@ -144,3 +144,28 @@ def test_a_failed_jobs_own_lines_are_shown_but_not_open_mpis_box(capsys):
     assert capsys.readouterr().err == ""
     console.show(("low", None))
     assert capsys.readouterr().err.splitlines() == [f"[low] {t}" for t in TRACEBACK]
+
+
+def test_the_cause_is_shown_without_mmpis_frames_and_the_line_the_report_quoted(capsys):
+    import mmpi
+
+    inside = mmpi.__file__.replace("__init__.py", "_api/p2p_methods.py")
+    error = ("mmpi.errors.TruncationError: Recv on rank 3: message from rank 0 with tag 7 "
+             "has 100 bytes but the receive buffer holds only 10 (MPI_ERR_TRUNCATE)")
+    console = Console()
+    say(console, "high", 1, [
+        "Traceback (most recent call last):",
+        '  File "/home/me/prog.py", line 11, in <module>',
+        "    comm.Recv(buf, src, 7)",
+        f'  File "{inside}", line 209, in Recv',
+        "    raise op.error",
+        "    ^^^^^^^^^^^^^^",
+        error,
+        ABORT,
+    ])
+    console.show(("high", 1), omit=error)
+    assert capsys.readouterr().err.splitlines() == [
+        "[high:1] Traceback (most recent call last):",
+        '[high:1]   File "/home/me/prog.py", line 11, in <module>',
+        "[high:1]     comm.Recv(buf, src, 7)",
+    ]

@@ -59,7 +59,8 @@ def test_ranks_that_failed_as_a_consequence_are_one_line():
 def test_ranks_that_failed_alike_are_not_called_a_consequence():
     ev = raised(1, "ValueError: bad input", raised(0, "ValueError: bad input"))
     report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)], PIDS)
-    assert report.lines[1] == "1 other rank failed too: rank 1 (low:1) raised ValueError: bad input"
+    # (the cause's words, given in full on the line before, are not repeated)
+    assert report.lines[1] == "1 other rank failed too: rank 1 (low:1) raised ValueError"
 
 
 def test_ranks_of_a_job_still_running_count_too():
@@ -104,9 +105,9 @@ def test_the_stack_of_mmpis_own_wait_and_of_a_fatal_abort():
         "MPIDU_Sched_progress_state(1152): Other MPI error",
     ]))
     report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", ev)])
-    assert report.headline == (
+    assert report.lines[0] == (
         "rank 1 (low:1) raised mpi4py.MPI.Exception: Other MPI error: MPI_Test() failed: "
-        "Other MPI error"
+        "Other MPI error; cluster 'low' exited with status 1"
     )
     # MPICH's own fatal handler: no traceback, the abort line and its stack.
     ev = Evidence()
@@ -229,9 +230,9 @@ def test_rank_that_raised_is_named_by_its_abort_line():
         "rank 3 (high:1, pid 6719) raised RuntimeError: injected failure on rank 3; "
         "cluster 'high' exited with status 1"
     ]
-    # Without pid files (the rank died before writing one) the vrank comes from the plan.
-    headline = "rank 3 (high:1) raised RuntimeError: injected failure on rank 3"
-    assert diagnose([end]).headline == headline
+    # Without pid files (the rank died before writing one) the vrank comes from the plan;
+    # the recap names the exception (its message is in the line above).
+    assert diagnose([end]).headline == "rank 3 (high:1) raised RuntimeError"
     # The abort line alone, as mpiexec's own output, still names the rank.
     end = JobEnd("high", CLUSTER, 1, "exited with status 1", evidence(ABORT_1), first_vrank=2)
     assert diagnose([end]).headline == "rank 3 (high:1) called MPI_Abort (code 1)"
@@ -303,3 +304,93 @@ def test_a_rank_that_died_before_its_pid_file_is_named_by_its_ucx_log_lines():
     )
     (line,) = diagnose([JobEnd("low", CLUSTER, 11, "exited with status 11", ev)], PIDS).lines
     assert line.startswith("rank 0 (low:0, pid 3367) was killed by signal 11 (SIGSEGV); ")
+
+
+# -- the rank that failed first is the cause -------------------------------------------------
+
+TRUNCATED = ("mmpi.errors.TruncationError: Recv on rank 3: message from rank 0 with tag 7 has "
+             "100 bytes but the receive buffer holds only 10 (MPI_ERR_TRUNCATE)")
+GONE_3 = ("mmpi.errors.RankGone: Barrier on rank 2: rank 3 has already finalized (or exited) "
+          "after 0 collective call(s); this is call 1, which it will never join")
+
+
+def test_a_cluster_mate_that_lost_the_cause_is_not_the_cause():
+    # Rank 2 (high:0) learnt that rank 3 had gone before Hydra ended it: its RankGone is
+    # printed by the lower local rank, but rank 3's own words are the cause.
+    ev = raised(0, GONE_3, raised(1, TRUNCATED))
+    report = diagnose([JobEnd("high", CLUSTER, 1, "exited with status 1", ev, 2)], PIDS)
+    assert report.lines == [
+        f"rank 3 (high:1, pid 6719) raised {TRUNCATED}; cluster 'high' exited with status 1",
+        f"1 other rank failed as a consequence: rank 2 (high:0) raised {GONE_3}",
+    ]
+    assert (report.cause_rank, report.headline) == (("high", 1),
+                                                    "rank 3 (high:1) raised TruncationError")
+    assert report.cause.said == TRUNCATED  # the line its traceback ends with
+
+
+def test_sys_exit_beats_the_cluster_mate_it_left_in_a_collective():
+    ev = raised(0, GONE_3, evidence(
+        (1, "mmpi: rank 3 (high:1) called sys.exit(3) before the job finished; aborting"),
+        (1, ABORT_1.replace("(1)", "(3)"))))
+    report = diagnose([JobEnd("high", CLUSTER, 3, "exited with status 3", ev, 2)], PIDS)
+    assert report.lines[0] == (
+        "rank 3 (high:1, pid 6719) called sys.exit(3); cluster 'high' exited with status 3")
+    assert report.status == 3
+
+
+def test_the_cause_may_be_in_a_job_mmpi_run_stopped():
+    # The cluster whose ranks lost rank 3 exited first; rank 3's own cluster was still being
+    # taken down by its mpiexec when mmpi-run stopped it.
+    low = raised(1, GONE_3.replace("rank 2", "rank 1"), raised(0, GONE_3.replace("rank 2",
+                                                                                 "rank 0")))
+    high = evidence(*((1, t) for t in ["Traceback (most recent call last):", TRUNCATED]),
+                    (1, ABORT_1))
+    report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", low)], PIDS,
+                      stopped=[JobEnd("high", CLUSTER, 0, "was stopped", high, 2, running=True)])
+    assert report.lines[0] == f"rank 3 (high:1, pid 6719) raised {TRUNCATED}"
+    assert report.lines[1].startswith("2 other ranks failed as a consequence: rank 0 (low:0) ")
+    assert report.status == 1
+    # sys.exit(N) there gives N, as its job would have
+    exit5 = evidence((1, "mmpi: rank 3 (high:1) called sys.exit(5) before the job finished; "
+                         "aborting"))
+    report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", low)], PIDS,
+                      stopped=[JobEnd("high", CLUSTER, 0, "was stopped", exit5, 2, running=True)])
+    assert (report.cause_rank, report.status) == (("high", 1), 5)
+
+
+def test_of_two_ranks_that_raised_the_first_to_say_so_is_the_cause():
+    ev = raised(0, "ValueError: second", raised(1, "KeyError: 'first'"))
+    end = JobEnd("high", CLUSTER, 1, "exited with status 1", ev, 2)
+    assert diagnose([end], PIDS).cause_rank == ("high", 0)  # nothing else to go by
+    report = diagnose([end], PIDS, failing=[("high", 1), ("high", 0)])
+    assert report.cause_rank == ("high", 1)
+    # across jobs too
+    low = raised(0, "ValueError: second")
+    ends = [JobEnd("low", CLUSTER, 1, "exited with status 1", low, 0, 0),
+            JobEnd("high", CLUSTER, 1, "exited with status 1", raised(1, "KeyError: 'x'"), 2, 1)]
+    assert diagnose(ends, PIDS).cause_rank == ("low", 0)
+    assert diagnose(ends, PIDS, failing=[("high", 1), ("low", 0)]).cause_rank == ("high", 1)
+
+
+def test_a_banner_naming_a_rank_that_lost_another_gives_way_to_the_others_words():
+    ev = raised(0, GONE_3, raised(1, TRUNCATED))
+    for line in ["=   PID 6718 RUNNING AT vm", "=   EXIT CODE: 1"]:
+        ev.feed(None, line)
+    report = diagnose([JobEnd("high", CLUSTER, 1, "exited with status 1", ev, 2)], PIDS)
+    assert report.cause_rank == ("high", 1)
+
+
+NOT_BRIDGED = ("mmpi.errors.NotBridged: Win.Allocate_shared on a communicator across the "
+               "zipper is not bridged: memory cannot be shared between two clusters")
+
+
+def test_a_message_every_rank_printed_is_given_once():
+    low = raised(1, NOT_BRIDGED, raised(0, NOT_BRIDGED))
+    high = raised(1, NOT_BRIDGED, raised(0, NOT_BRIDGED))
+    report = diagnose([JobEnd("low", CLUSTER, 1, "exited with status 1", low, 0, 0),
+                       JobEnd("high", CLUSTER, 1, "exited with status 1", high, 2, 1)], PIDS)
+    text = NOT_BRIDGED.split(": ", 1)[1]
+    assert [line.count(text) for line in report.lines] == [1, 0]
+    assert report.lines[1] == ("3 other ranks failed too: rank 1 (low:1), rank 2 (high:0), "
+                               "rank 3 (high:1) raised NotBridged")
+    assert report.headline == "rank 0 (low:0) raised NotBridged"

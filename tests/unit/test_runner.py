@@ -77,8 +77,8 @@ def test_one_failure_stops_the_others(capsys, rendezvous, tmp_path):
         )
     )
     start = time.monotonic()
-    assert run(plan, rendezvous=rendezvous) == 3
-    assert time.monotonic() - start < 3.0  # SIGTERM was enough: no wait for SIGKILL
+    assert run(plan, rendezvous=rendezvous, term_grace=30) == 3
+    assert time.monotonic() - start < 20  # SIGTERM was enough: no wait for SIGKILL
     assert wait_dead(pids(*files)) == []  # the jobs and their grandchildren
     err = capsys.readouterr().err
     message = "mmpi-run: cluster 'high' exited with status 3; stopping the other jobs\n"
@@ -109,7 +109,7 @@ def test_sigterm_is_followed_by_sigkill(capsys, rendezvous, tmp_path):
     )
     start = time.monotonic()
     assert run(plan, rendezvous=rendezvous, term_grace=0.5) == 1
-    assert 0.5 <= time.monotonic() - start < 5.0
+    assert 0.5 <= time.monotonic() - start < 15  # (generous: a busy machine)
     assert wait_dead(pids(pidfile)) == []
     assert "cluster 'high' exited with status 1" in capsys.readouterr().err
 
@@ -167,7 +167,11 @@ def test_killed_by_signal(capsys, rendezvous):
 @pytest.mark.timeout(20)
 def test_forwarder_exiting_early_is_a_failure(capsys, rendezvous, tmp_path):
     pidfile = tmp_path / "low.pid"
-    plan = Plan((fwd("print('leaving')"), sleeper("low", CLUSTER, pidfile)))
+    # It leaves once the cluster has written its pid file: on a busy machine the cluster
+    # could otherwise be stopped before it has (the grace is short), and nothing would show
+    # that its grandchild was stopped too.
+    leaving = Launch("fwd0", FORWARDER, py(AFTER_SLEEPERS + "print('leaving')", str(pidfile)))
+    plan = Plan((leaving, sleeper("low", CLUSTER, pidfile)))
     assert run(plan, rendezvous=rendezvous, early_exit_grace=0.3) == 69  # not bridged
     assert wait_dead(pids(pidfile)) == []
     err = capsys.readouterr().err
@@ -195,14 +199,16 @@ def test_forwarder_failure_is_reported_at_once(capsys, rendezvous, tmp_path):
     start = time.monotonic()
     # The forwarder's own status (a relay failure exits 3) is no program's: "not bridged".
     assert run(plan, rendezvous=rendezvous, early_exit_grace=30) == 69
-    assert time.monotonic() - start < 5.0
+    assert time.monotonic() - start < 20  # not the grace of 30 s (generous: a busy machine)
     assert "mmpi-run: forwarder 'fwd0' exited with status 7" in capsys.readouterr().err
 
 
 @pytest.mark.timeout(20)
 def test_forwarder_that_never_exits(capsys, rendezvous, tmp_path):
     pidfile = tmp_path / "fwd.pid"
-    plan = Plan((sleeper("fwd0", FORWARDER, pidfile), cluster("low", "pass")))
+    # (the cluster ends once the forwarder has written its pid file, as above)
+    done = Launch("low", CLUSTER, py(AFTER_SLEEPERS, str(pidfile)), {}, 2, 0)
+    plan = Plan((sleeper("fwd0", FORWARDER, pidfile), done))
     assert run(plan, rendezvous=rendezvous, shutdown_grace=0.3) == 69
     assert wait_dead(pids(pidfile)) == []
     err = capsys.readouterr().err
@@ -312,7 +318,11 @@ def test_a_failed_run_keeps_its_log_a_good_one_does_not(capsys, rendezvous, tmp_
     ]
     err = capsys.readouterr().err
     assert err.endswith(f"mmpi-run: the output of every rank and forwarder is in {log}\n")
-    assert "[low:1 v1] ValueError: bad\n" in err  # the cause's own traceback, on screen
+    # On screen: the cause, then its own traceback, whose last line it has just quoted.
+    shown = err.splitlines()
+    at = shown.index(logged[3])
+    assert shown[at + 1] == "[low:1 v1] Traceback (most recent call last):"
+    assert err.count("ValueError: bad") == 1
     rv2 = tmp_path / "rv2"
     rv2.mkdir()
     (rv2 / "rank.low.0.pid").write_text("0 0")
@@ -359,7 +369,8 @@ def test_cascade_is_reported_cause_first(capsys, rendezvous):
     fwd_code = f"""
     import os, sys, time
     open(sys.argv[1] + "/forwarder.0.pid", "w").write("6700")
-    time.sleep(0.3)
+    while not os.path.exists(sys.argv[1] + "/rank.high.1.pid"):  # the cluster is up
+        time.sleep(0.01)
     print({chr(10).join(FORWARDER_CRASH)!r})
     sys.exit(6)
     """
@@ -367,7 +378,7 @@ def test_cascade_is_reported_cause_first(capsys, rendezvous):
     import os, sys, time
     open(sys.argv[1] + "/rank.high.0.pid", "w").write("6718 2")
     open(sys.argv[1] + "/rank.high.1.pid", "w").write("6719 3")
-    time.sleep(0.6)
+    time.sleep(0.3)
     print({chr(10).join(BANNER_KILLED)!r})
     sys.exit(9)
     """

@@ -64,7 +64,7 @@ def rank(rdv: Path, how: str, cluster: str = "high",
     return p, [int(x) for x in line[1:]]
 
 
-def departed(watch: RankWatch, n: int = 1, timeout: float = 2.0) -> list[Departure]:
+def departed(watch: RankWatch, n: int = 1, timeout: float = 10.0) -> list[Departure]:
     deadline = time.monotonic() + timeout
     while len(got := watch.departed()) < n and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -89,7 +89,7 @@ def test_a_rank_that_ends_without_bye_is_seen_at_once(watch, how):
     gone_at = time.monotonic()
     got = departed(watch)
     assert [(d.vrank, d.cluster, d.local, d.pid) for d in got] == [(3, "high", 1, pid)]
-    assert got[0].at - gone_at < 0.2
+    assert got[0].at - gone_at < 5  # at once; generous for a busy machine
     assert got[0].sentence == (f"rank 3 (high:1, pid {pid}) left without finalizing: "
                                "os._exit or a crash")
 
@@ -104,7 +104,7 @@ def test_a_forwarder_is_watched_as_a_rank_is(tmp_path, how):
         if how == "kill":
             os.kill(pid, signal.SIGKILL)
         p.wait()
-        got = departed(w, timeout=2.0 if how == "kill" else 0.3)
+        got = departed(w, timeout=10.0 if how == "kill" else 0.3)
     finally:
         w.close()
     if how != "kill":  # served and said so, or its own words will say why it failed
@@ -151,6 +151,22 @@ def test_ranks_that_leave_after_an_abort_notice_are_its_consequences(watch):
     finally:
         os.kill(pid, signal.SIGKILL)
         aborting.wait()
+
+
+@pytest.mark.timeout(30)
+def test_the_order_in_which_ranks_say_they_fail_is_kept(watch):
+    procs = []
+    try:
+        for cluster, local in [("high", 1), ("low", 0)]:
+            procs.append(rank(watch.rendezvous, "abort-slowly", cluster, local))
+            deadline = time.monotonic() + 10
+            while len(watch.failing()) < len(procs) and time.monotonic() < deadline:
+                time.sleep(0.005)
+        assert watch.failing() == [("high", 1), ("low", 0)]
+    finally:
+        for p, (pid, _) in procs:
+            os.kill(pid, signal.SIGKILL)
+            p.wait()
 
 
 @pytest.mark.timeout(30)
@@ -354,6 +370,20 @@ def test_a_departure_beats_a_consequence_or_nothing():
     # the runner's own failure for the departure is not repeated
     r = report("cluster 'high'", D2.sentence, UNKNOWN, 1, how=D2.sentence)
     assert explain([D2], r, SHOWN) == ([D2.sentence], 1, D2.short, ("high", 0))
+
+
+def test_a_departure_the_report_explains_is_no_cause():
+    # rank 2 SIGKILLed; the forwarder, copying from its cluster-mate, aborted: on a busy
+    # machine the forwarder's socket may close before the killed rank's
+    fwd = Departure(-1, W.FORWARDER, 0, 77, 1.0)
+    end = JobEnd("high", CLUSTER, 137, "exited with status 9")
+    cause = Finding(end, "rank 2 (high:0, pid 1234)", "was killed by signal 9 (SIGKILL)",
+                    DIRECT, "rank 2 (high:0) was killed by signal 9 (SIGKILL)", 137)
+    aborted = Finding(JobEnd("fwd0", "forwarder", 134, "exited with status 6"),
+                      "forwarder 'fwd0' (pid 77)", "aborted (SIGABRT, exit status 6) after "
+                      "losing rank 3 (high:1, pid 1235)", CONSEQUENCE, "...", 134)
+    r = Report(cause, (aborted,))
+    assert explain([fwd, D2, D3], r, SHOWN) == (r.lines, 137, r.headline, SHOWN)
 
 
 # -- in the runner -------------------------------------------------------------------------

@@ -4,6 +4,7 @@ argv: CASE. Cases:
   shared    Win.Allocate_shared on COMM_WORLD (memory cannot be shared across two clusters)
   dynamic   a Put to an address the target has not attached to its dynamic window: an error
             on the target, naming the origin and the bytes
+  dynamic-get  the same with a Get: the error on the target, and on the origin (its Fence)
   outside   a Put beyond the target's window: an error naming the rank and the bytes
 """
 
@@ -20,7 +21,7 @@ rank = world.Get_rank()
 try:
     if case == "shared":
         MPI.Win.Allocate_shared(8, 1, MPI.INFO_NULL, world)
-    elif case == "dynamic":
+    elif case.startswith("dynamic"):
         win = MPI.Win.Create_dynamic(MPI.INFO_NULL, world)
         mem = np.zeros(2)
         win.Attach(mem)
@@ -28,7 +29,8 @@ try:
                                source=(rank - 1) % world.Get_size())
         win.Fence()
         try:
-            win.Put(np.zeros(3), (rank + 1) % world.Get_size(), there)
+            move = win.Get if case == "dynamic-get" else win.Put
+            move(np.zeros(3), (rank + 1) % world.Get_size(), there)
         finally:
             try:
                 win.Fence()
