@@ -54,6 +54,11 @@ typedef struct {
     int r0, rn, s0, sn;
 } Transfer;
 
+/* A control message of at most SLOT bytes (an envelope and the default eager size, 32 KiB,
+ * with room) lands in a slot buffer; at most SLOTS_KEPT free ones are kept (2 MiB). */
+#define SLOT (64 * 1024)
+#define SLOTS_KEPT 32
+
 typedef struct {
     PyObject_HEAD
     MPI_Comm src_ctrl, src_data, dst_ctrl, dst_data;
@@ -74,6 +79,10 @@ typedef struct {
     int ntransfers, cap_transfers;
     char **pool; /* free chunk buffers, last in first out (warm ones) */
     int npool, allocated;
+    /* free buffers of SLOT bytes for control messages (envelopes, eager payloads): reused,
+     * so a long stream of messages of every size does not fragment malloc's arena */
+    char *slots[SLOTS_KEPT];
+    int nslots;
     /* what Python must handle: a control message (tag, source, bytes), or an error */
     int special_tag, special_source;
     char *special_buf;
@@ -151,6 +160,21 @@ static char *take_buffer(Relay *r) {
 
 static void give_buffer(Relay *r, char *b) { r->pool[r->npool++] = b; }
 
+/* A buffer for a control message of `count` bytes: a slot where it fits, else its own. */
+static char *take_ctrl(Relay *r, int count) {
+    if (count > SLOT) return malloc(count > 0 ? count : 1);
+    if (r->nslots) return r->slots[--r->nslots];
+    return malloc(SLOT);
+}
+
+/* Done with a control message's buffer of `len` bytes (as take_ctrl sized it). */
+static void give_ctrl(Relay *r, char *buf, int len) {
+    if (len <= SLOT && r->nslots < SLOTS_KEPT)
+        r->slots[r->nslots++] = buf;
+    else
+        free(buf);
+}
+
 /* -- control-channel sends on ------------------------------------------------------------ */
 static int send_on(Relay *r, char *buf, int len, int dst, int tag) {
     if (r->ninflight == r->cap_inflight) {
@@ -187,7 +211,7 @@ static int reap(Relay *r) {
     for (int k = 0; k < outcount; k++) {
         Sent *s = &r->inflight[idx[k]];
         r->inflight_bytes -= s->len;
-        free(s->buf);
+        give_ctrl(r, s->buf, s->len);
         s->buf = NULL;
     }
     free(idx);
@@ -304,7 +328,7 @@ static int destination(Relay *r, const char *buf, int source, int *local) {
 }
 
 static int on_message(Relay *r, MPI_Message *msg, int source, int tag, int count) {
-    char *buf = malloc(count > 0 ? count : 1);
+    char *buf = take_ctrl(r, count);
     if (!buf) return fail(r, "out of memory");
     MPI_Mrecv(buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
     if (tag != WIRE_T_EAGER && tag != WIRE_T_COLL && tag != WIRE_T_LARGE) { /* Python's to handle */
@@ -455,6 +479,7 @@ static void Relay_dealloc(Relay *r) {
     free(r->transfers);
     for (int i = 0; i < r->npool; i++) free(r->pool[i]);
     free(r->pool);
+    for (int i = 0; i < r->nslots; i++) free(r->slots[i]);
     free(r->special_buf);
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
